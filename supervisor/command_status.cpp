@@ -1,0 +1,34 @@
+#include "supervisor/command_status.hpp"
+
+namespace sup {
+
+nlohmann::json CommandStatus::to_json() const {
+  using nlohmann::json;
+  json j;
+  j["bgId"] = bg_id;
+  j["running"] = running;
+  j["state"] = state;
+  j["note"] = note;
+  j["cmd"] = cmd;
+  j["argv"] = argv;
+  j["cwd"] = cwd;
+  j["pid"] = pid > 0 ? json(pid) : json(nullptr);
+  j["startedAt"] = started_at.empty() ? json(nullptr) : json(started_at);
+  j["finishedAt"] = finished_at.empty() ? json(nullptr) : json(finished_at);
+  if (!running && state != "empty") {
+    j["exitCode"] = exit_code ? json(*exit_code) : json(nullptr);
+    j["signal"] = signal.empty() ? json(nullptr) : json(signal);
+    j["endReason"] = end_reason.empty() ? json(nullptr) : json(end_reason);
+    j["timedOut"] = timed_out;
+  }
+  j["cpu"] = cpu;
+  if (!ready_condition.empty()) {
+    j["ready"] = ready;
+    j["readyAt"] = ready_at.empty() ? json(nullptr) : json(ready_at);
+    j["readyCondition"] = ready_condition;
+  }
+  if (error) j["error"] = {{"code", error_code_name(error->code)}, {"message", error->message}};
+  return j;
+}
+
+}  // namespace sup

@@ -1,0 +1,46 @@
+#pragma once
+// A value snapshot of one command's record, as status.json shows it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <sys/types.h>
+
+#include "supervisor/error.hpp"
+
+namespace sup {
+
+struct CommandStatus {
+  std::string bg_id;
+  std::uint64_t serial = 0;   ///< never reused within this process; stable per bgId
+  std::string state;          ///< "empty" (named slot), "running", "exited", "error"
+  bool running = false;
+  std::string note;
+  std::string cmd;            ///< first 120 chars, secrets masked
+  std::string cmd_full;       ///< the whole command, secrets masked
+  std::vector<std::string> argv;  ///< secrets masked
+  std::string cwd;
+  pid_t pid = 0;
+  std::string started_at;     ///< ISO-8601 UTC, ms; empty when not started
+  std::string finished_at;    ///< empty while running
+  std::optional<int> exit_code;
+  std::string signal;         ///< "SIGTERM" when a signal ended the root
+  std::string end_reason;     ///< exited stopped timedOut oomKilled killed unknown
+  bool timed_out = false;
+  double cpu = 0;             ///< recent %CPU of the whole tree (100 = one core)
+  std::optional<Error> error; ///< state "error": why
+  uid_t owner_uid = 0;        ///< who started it
+  pid_t owner_sid = 0;        ///< the starter's session id
+  bool named = false;         ///< made by name (mkdir or "name"), may be restarted
+  std::string log_file, stdout_file, stderr_file;  ///< paths in the state directory
+  std::string ready_condition;  ///< "port 3000" etc.; empty: no condition
+  bool ready = false;
+  std::string ready_at;
+
+  /// The DESIGN.md fields (no logPath/mine: the view adds those).
+  nlohmann::json to_json() const;
+};
+
+}  // namespace sup

@@ -1,0 +1,61 @@
+#pragma once
+// Errors as values: every fallible supervisor call returns Result<T>.
+// Exceptions stop at the library's edge; the FUSE side maps Errc to errno
+// in one place (fsd/errno_map.cpp).
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace sup {
+
+enum class Errc {
+  invalid_argument,   // EINVAL: malformed spec, bad name, bad signal
+  not_found,          // ENOENT: no such command, cwd or executable missing
+  not_a_directory,    // ENOTDIR: cwd is not a directory
+  permission_denied,  // EACCES: not executable, not allowed
+  already_exists,     // EEXIST: name taken
+  busy,               // EBUSY: the command is running
+  too_big,            // E2BIG: request or argument list too large
+  try_again,          // EAGAIN: a limit was reached for now
+  no_such_process,    // ESRCH: the command has ended
+  io_error,           // EIO: the state directory failed us
+  no_space,           // ENOSPC: the state directory's disk is full
+};
+
+struct Error {
+  Errc code;
+  std::string message;
+};
+
+/// Turn the errno of a failed system call into an Error with `what` as context.
+Error error_from_errno(int err, const std::string& what);
+
+/// A value or an Error.
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T v) : v_(std::move(v)) {}
+  Result(Error e) : v_(std::move(e)) {}
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() { return std::get<0>(v_); }
+  const T& value() const { return std::get<0>(v_); }
+  T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+struct Ok {};
+using Status = Result<Ok>;
+
+}  // namespace sup
+
+namespace sup {
+/// "EINVAL" etc.: the errno name an Errc stands for (shown in records).
+const char* error_code_name(Errc c);
+}  // namespace sup

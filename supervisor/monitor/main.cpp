@@ -1,0 +1,347 @@
+// sbxfs-monitor: the per-command monitor (conmon / s6-supervise pattern).
+//
+//   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] -- ARGV0 ARGS...
+//
+// RECORD_DIR is the command's folder in the state directory (normally
+// STATE/procs/.new-<id>, see supervisor/FORMAT.md). --timeout-ms: stop the
+// command (as a `term` request) N ms after exec; absent or 0 = no timeout.
+// --grace-ms: time between SIGTERM and SIGKILL on a stop (default 5000).
+// The command gets the monitor's environment and working directory; ARGV0
+// is looked up in PATH unless it contains a '/' (execvp).
+//
+// Report protocol, on the monitor's stdout (one line, then EOF):
+//   ok PID\n              the command was exec'd, monitor.json is written
+//   err ERRNO MESSAGE\n   nothing runs; the monitor exits with status 1
+// The process the launcher started exits 0 at once after forking the
+// detached monitor; the launcher reads stdout until EOF to get the line.
+// Diagnostics go to stderr.
+//
+// Files in RECORD_DIR (all opened relative to a directory fd, so renaming
+// the folder while the monitor runs is fine): ctl (FIFO), log, stdout,
+// stderr, monitor.json, exit.json. The loop is in monitor_loop.cpp.
+#include "monitor.hpp"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+using namespace sbxmon;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] -- ARGV0 ARGS...";
+
+int g_dirfd = -1;
+bool g_ctl_created = false;
+
+// One line on the report pipe (stdout). A gone reader is not an error here.
+void report(const std::string& line) {
+  std::string s = line;
+  s += '\n';
+  (void)write_all(1, s.data(), s.size());
+}
+
+// Keeps MESSAGE on one line and printable.
+std::string one_line(const std::string& in, size_t max = 1024) {
+  std::string out;
+  for (char c : in) {
+    if (out.size() >= max) {
+      out += "...";
+      break;
+    }
+    unsigned char u = static_cast<unsigned char>(c);
+    out += (u < 0x20 || u == 0x7f) ? '?' : c;
+  }
+  return out;
+}
+
+[[noreturn]] void fail(int err, const std::string& message) {
+  char num[32];
+  snprintf(num, sizeof num, "err %d ", err);
+  report(num + one_line(message));
+  diag("%s", one_line(message).c_str());
+  if (g_ctl_created && g_dirfd >= 0) {
+    ::unlinkat(g_dirfd, "ctl", 0);
+    ::unlinkat(g_dirfd, "exit.json.tmp", 0);
+  }
+  ::_exit(1);
+}
+
+std::string errmsg(const char* what, int err) {
+  return std::string(what) + ": " + ::strerror(err);
+}
+
+void ensure_std_fds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    int n = ::open("/dev/null", O_RDWR);
+    if (n >= 0 && n != fd) {
+      ::dup2(n, fd);
+      ::close(n);
+    }
+  }
+}
+
+void close_other_fds() {
+#ifdef SYS_close_range
+  if (::syscall(SYS_close_range, 3U, ~0U, 0U) == 0) return;
+#endif
+  // Fallback: list /proc/self/fd first, then close (closing while reading
+  // the directory would close the directory's own fd).
+  std::vector<int> fds;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    int self = ::dirfd(d);
+    while (struct dirent* de = ::readdir(d)) {
+      int fd = ::atoi(de->d_name);
+      if (fd >= 3 && fd != self) fds.push_back(fd);
+    }
+    ::closedir(d);
+    for (int fd : fds) ::close(fd);
+  } else {
+    long max = ::sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536) max = 65536;
+    for (int fd = 3; fd < max; ++fd) ::close(fd);
+  }
+}
+
+struct Args {
+  const char* dir = nullptr;
+  uint64_t timeout_ms = 0;
+  uint64_t grace_ms = 5000;
+  char** argv = nullptr;
+};
+
+bool parse_args(int argc, char** argv, Args* a) {
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string opt = argv[i];
+    if (opt == "--") {
+      ++i;
+      break;
+    }
+    std::string value;
+    size_t eq = opt.find('=');
+    if (opt.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = opt.substr(eq + 1);
+      opt.resize(eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return false;
+    }
+    if (opt == "--dir") {
+      // Point into argv (the value is the tail of argv[i] in both forms).
+      a->dir = argv[i] + (::strlen(argv[i]) - value.size());
+    } else if (opt == "--timeout-ms") {
+      if (!parse_u64(value.c_str(), &a->timeout_ms)) return false;
+    } else if (opt == "--grace-ms") {
+      if (!parse_u64(value.c_str(), &a->grace_ms)) return false;
+    } else {
+      return false;
+    }
+  }
+  if (a->dir == nullptr || *a->dir == '\0' || i >= argc) return false;
+  a->argv = argv + i;
+  return true;
+}
+
+struct itimerspec ms_to_its(uint64_t ms) {
+  struct itimerspec its = {};
+  its.it_value.tv_sec = static_cast<time_t>(ms / 1000);
+  its.it_value.tv_nsec = static_cast<long>((ms % 1000) * 1000000);
+  if (ms == 0) its.it_value.tv_nsec = 1;  // 0 would disarm the timer
+  return its;
+}
+
+// In the forked child: only async-signal-safe calls until execvp.
+[[noreturn]] void exec_child(char** argv, int devnull, int out_w, int err_w, int status_w) {
+  struct sigaction sa;
+  ::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  ::sigemptyset(&sa.sa_mask);
+  for (int s = 1; s < NSIG; ++s) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    ::sigaction(s, &sa, nullptr);  // EINVAL for the C library's reserved ones
+  }
+  sigset_t empty;
+  ::sigemptyset(&empty);
+  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  int err = 0;
+  if (::setsid() < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out_w, 1) < 0 || ::dup2(err_w, 2) < 0) {
+    err = errno;
+  } else {
+    ::execvp(argv[0], argv);
+    err = errno;
+  }
+  ssize_t n;
+  do {
+    n = ::write(status_w, &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
+  ::_exit(127);
+}
+
+int open_log(int dirfd, const char* name) {
+  int fd = ::openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) fail(errno, errmsg((std::string("cannot create ") + name).c_str(), errno));
+  return fd;
+}
+
+// monitor.json could not be written: undo the start completely.
+[[noreturn]] void abort_started(pid_t root, int err, const std::string& message) {
+  bool root_reaped = false;
+  for (;;) {
+    signal_tree(root, !root_reaped, SIGKILL, false);
+    pid_t p = ::waitpid(-1, nullptr, __WALL);
+    if (p == root) root_reaped = true;
+    if (p < 0 && errno != EINTR) break;
+  }
+  fail(err, message);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ensure_std_fds();
+
+  Args args;
+  if (!parse_args(argc, argv, &args)) {
+    report(std::string("err ") + std::to_string(EINVAL) + " " + kUsage);
+    diag("%s", kUsage);
+    return 1;
+  }
+
+  // 1. Only 0, 1, 2 survive; then the folder, by fd from here on.
+  close_other_fds();
+  int dirfd = ::open(args.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) fail(errno, errmsg((std::string("cannot open '") + args.dir + "'").c_str(), errno));
+  g_dirfd = dirfd;
+
+  // Signals: default dispositions (an inherited SIG_IGN would discard them
+  // before signalfd sees them; SIG_IGN for SIGCHLD would auto-reap), blocked
+  // before the detaching fork so there is no window where they kill us.
+  struct sigaction sa;
+  ::memset(&sa, 0, sizeof sa);
+  ::sigemptyset(&sa.sa_mask);
+  sa.sa_handler = SIG_DFL;
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) ::sigaction(s, &sa, nullptr);
+  sa.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &sa, nullptr);
+  sigset_t mask;
+  ::sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) ::sigaddset(&mask, s);
+  ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+
+  Monitor m;
+  m.dirfd = dirfd;
+  m.grace_ms = args.grace_ms;
+  m.oom_at_start = read_oom_kill_count();
+
+  // 2. Detach: the launcher waits for this process, the monitor lives on.
+  pid_t p = ::fork();
+  if (p < 0) fail(errno, errmsg("cannot fork the monitor", errno));
+  if (p > 0) ::_exit(0);
+  ::setsid();
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+    fail(errno, errmsg("cannot become a subreaper", errno));
+  m.sigfd = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (m.sigfd < 0) fail(errno, errmsg("signalfd", errno));
+
+  // 3. ctl and the log files.
+  if (::mkfifoat(dirfd, "ctl", 0600) != 0) {
+    int e = errno;
+    if (e != EEXIST || ::unlinkat(dirfd, "ctl", 0) != 0 || ::mkfifoat(dirfd, "ctl", 0600) != 0)
+      fail(e, errmsg("cannot create ctl", e));
+  }
+  g_ctl_created = true;
+  m.ctlfd = ::openat(dirfd, "ctl", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  if (m.ctlfd < 0) fail(errno, errmsg("cannot open ctl", errno));
+  m.logfd = open_log(dirfd, "log");
+  m.outfd = open_log(dirfd, "stdout");
+  m.errfd = open_log(dirfd, "stderr");
+  if (int e = reserve_file(dirfd, "exit.json.tmp", 1024))
+    diag("cannot reserve space for exit.json: %s", ::strerror(e));
+  m.kill_tfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (m.kill_tfd < 0) fail(errno, errmsg("timerfd_create", errno));
+  if (args.timeout_ms > 0) {
+    m.timeout_tfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (m.timeout_tfd < 0) fail(errno, errmsg("timerfd_create", errno));
+  }
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull < 0) fail(errno, errmsg("cannot open /dev/null", errno));
+
+  // 4. Pipes and the command.
+  int outp[2], errp[2], statp[2];
+  if (::pipe2(outp, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0 ||
+      ::pipe2(statp, O_CLOEXEC) != 0)
+    fail(errno, errmsg("pipe", errno));
+  std::string started_at = iso_now();
+  pid_t root = ::fork();
+  if (root < 0) fail(errno, errmsg("cannot fork", errno));
+  if (root == 0) exec_child(args.argv, devnull, outp[1], errp[1], statp[1]);
+
+  // 5. Did the exec work?
+  ::close(outp[1]);
+  ::close(errp[1]);
+  ::close(statp[1]);
+  int child_err = 0;
+  size_t got = 0;
+  while (got < sizeof child_err) {
+    ssize_t n = ::read(statp[0], reinterpret_cast<char*>(&child_err) + got, sizeof child_err - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(statp[0]);
+  if (got > 0) {
+    while (::waitpid(root, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    int e = got == sizeof child_err ? child_err : EIO;
+    fail(e, errmsg((std::string("cannot execute '") + args.argv[0] + "'").c_str(), e));
+  }
+  if (m.timeout_tfd >= 0) {
+    struct itimerspec its = ms_to_its(args.timeout_ms);
+    ::timerfd_settime(m.timeout_tfd, 0, &its, nullptr);
+  }
+  m.root = root;
+  m.out_pipe = outp[0];
+  m.err_pipe = errp[0];
+  ::fcntl(m.out_pipe, F_SETFL, ::fcntl(m.out_pipe, F_GETFL) | O_NONBLOCK);
+  ::fcntl(m.err_pipe, F_SETFL, ::fcntl(m.err_pipe, F_GETFL) | O_NONBLOCK);
+
+  // 6. monitor.json, then "ok PID".
+  pid_t self = ::getpid();
+  ProcStat mst, cst;
+  if (!read_proc_stat(self, &mst)) abort_started(root, EIO, "cannot read /proc/self/stat");
+  if (!read_proc_stat(root, &cst)) abort_started(root, EIO, "cannot read the command's /proc stat");
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"monitorPid\": %d, \"monitorStart\": %llu, \"pid\": %d, \"pidStart\": %llu, "
+           "\"startedAt\": \"%s\"}\n",
+           static_cast<int>(self), mst.starttime, static_cast<int>(root), cst.starttime,
+           started_at.c_str());
+  if (int e = write_file_atomic(dirfd, "monitor.json", json))
+    abort_started(root, e, errmsg("cannot write monitor.json", e));
+  report("ok " + std::to_string(root));
+  ::dup2(devnull, 1);  // the launcher's read now sees EOF
+  ::close(devnull);
+  if (::chdir("/") != 0) {
+    // Only to not pin the command's cwd; harmless if it fails.
+  }
+
+  return run_loop(m);
+}

@@ -1,0 +1,85 @@
+// sbxfs-monitor: shared declarations.
+// The on-disk contract is supervisor/FORMAT.md; main.cpp documents the
+// command line and the report protocol.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace sbxmon {
+
+// ---- util.cpp ---------------------------------------------------------------
+
+// Writes all of buf (retries short writes and EINTR). Returns 0 or an errno.
+int write_all(int fd, const void* buf, size_t len);
+
+// Writes NAME.tmp, fsyncs it, renames it over NAME and fsyncs the folder.
+// Returns 0 or an errno.
+int write_file_atomic(int dirfd, const char* name, const std::string& content);
+
+// Creates NAME filled with `size` blanks, so that a later
+// write_file_atomic() of the file whose tmp name is NAME finds its space
+// already allocated (exit.json must be writable even when the logs filled
+// the disk). Returns 0 or an errno.
+int reserve_file(int dirfd, const char* name, size_t size);
+
+// Current UTC time as "2026-11-29T22:15:47.123Z".
+std::string iso_now();
+
+// Short diagnostic on stderr, prefixed with "sbxfs-monitor[PID]: ".
+void diag(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// "SIGTERM" etc., "SIG<n>" when the C library has no name for it.
+std::string signal_name(int sig);
+
+// Parses a non-negative decimal that fits in uint64_t. False on junk.
+bool parse_u64(const char* s, uint64_t* out);
+
+// ---- proc_tree.cpp ----------------------------------------------------------
+
+struct ProcStat {
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  unsigned long long starttime = 0;  // field 22
+};
+
+// Reads /proc/PID/stat. False when the process is gone or the file is odd.
+bool read_proc_stat(pid_t pid, ProcStat* out);
+
+// The kernel's oom_kill counter from /proc/vmstat; -1 when unavailable.
+long long read_oom_kill_count();
+
+// Sends sig (then SIGCONT when also_cont) to the process group `group`
+// and to every live descendant of the calling process (itself excluded).
+// group_usable: the group id is known not to be recycled (its leader has
+// not been reaped yet); otherwise the group is signalled only when a
+// descendant is seen in it. Returns the number of descendants found.
+size_t signal_tree(pid_t group, bool group_usable, int sig, bool also_cont);
+
+// ---- monitor_loop.cpp -------------------------------------------------------
+
+// Everything the event loop needs; set up by main.cpp.
+struct Monitor {
+  int dirfd = -1;        // the record folder
+  int sigfd = -1;        // signalfd: SIGCHLD, SIGTERM, SIGINT, SIGHUP
+  int ctlfd = -1;        // the ctl FIFO, opened read-write
+  int logfd = -1;        // "log"
+  int outfd = -1;        // "stdout"
+  int errfd = -1;        // "stderr"
+  int out_pipe = -1;     // read end of the command's stdout
+  int err_pipe = -1;     // read end of the command's stderr
+  int timeout_tfd = -1;  // timerfd, armed when a timeout was given
+  int kill_tfd = -1;     // timerfd for the kill grace and the SIGKILL sweeps
+  pid_t root = -1;       // the command (pid == pgid == sid)
+  uint64_t grace_ms = 5000;
+  long long oom_at_start = -1;  // /proc/vmstat oom_kill when the monitor started
+};
+
+// Runs until the whole tree has ended, writes exit.json, removes ctl.
+// Returns the monitor's exit status.
+int run_loop(Monitor& m);
+
+}  // namespace sbxmon

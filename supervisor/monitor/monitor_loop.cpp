@@ -1,0 +1,333 @@
+// sbxfs-monitor: the event loop (one thread, poll(), idle = blocked in poll).
+//
+// Sources: the signalfd (SIGCHLD, SIGTERM/SIGINT/SIGHUP), the command's
+// stdout and stderr pipes, the ctl FIFO, the timeout timerfd and the kill
+// timerfd (grace, then repeated SIGKILL sweeps). The record ends when
+// waitpid(-1) reports ECHILD: the monitor is a subreaper, so that means the
+// command and every process it started are gone.
+#include "monitor.hpp"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace sbxmon {
+
+namespace {
+
+constexpr size_t kChunk = 64 * 1024;
+constexpr size_t kMaxCtlLine = 4096;
+// SIGKILL sweeps: every 100 ms, then every second once this many went by
+// (a process stuck in uninterruptible sleep should not cost 10 scans/s forever).
+constexpr int kFastSweeps = 50;
+
+char g_buf[kChunk];
+
+class Loop {
+ public:
+  explicit Loop(Monitor& m) : m_(m) {}
+  int run();
+
+ private:
+  // Output relay.
+  void pump(int* pipe_fd, int stream_fd, const char* stream_name);
+  void drain(int* pipe_fd, int stream_fd, const char* stream_name);
+  void store(int fd, const char* name, int* state, const char* data, size_t len);
+
+  // Requests.
+  void read_ctl();
+  void handle_ctl_line(std::string line);
+  void begin_term();
+  void begin_kill();
+  void kill_sweep();
+  void arm_kill_timer(uint64_t first_ms, uint64_t interval_ms);
+  void send_signal(int sig);
+
+  // Children.
+  void read_signals(bool* sigchld);
+  bool reap();  // true once no child is left (ECHILD)
+  int finish();
+
+  Monitor& m_;
+  bool root_reaped_ = false;
+  int root_status_ = 0;
+  bool stop_requested_ = false;  // term/kill (ctl or a signal to the monitor)
+  bool timed_out_ = false;
+  bool stopping_ = false;  // SIGTERM sent, grace running (or later)
+  bool killing_ = false;   // SIGKILL sweeps running
+  bool sent_sigkill_ = false;
+  int sweeps_ = 0;
+  std::string ctl_buf_;
+  bool ctl_skip_ = false;  // dropping an overlong line up to its newline
+  int log_state_ = 0, out_state_ = 0, err_state_ = 0;  // last write errno
+};
+
+void Loop::store(int fd, const char* name, int* state, const char* data, size_t len) {
+  int e = write_all(fd, data, len);
+  if (e != 0 && *state == 0) diag("writing %s failed (%s); output is dropped", name, ::strerror(e));
+  if (e == 0 && *state != 0) diag("writing %s works again", name);
+  *state = e;
+}
+
+void Loop::pump(int* pipe_fd, int stream_fd, const char* stream_name) {
+  ssize_t n = ::read(*pipe_fd, g_buf, kChunk);
+  if (n > 0) {
+    size_t len = static_cast<size_t>(n);
+    store(m_.logfd, "log", &log_state_, g_buf, len);
+    store(stream_fd, stream_name, stream_fd == m_.outfd ? &out_state_ : &err_state_, g_buf, len);
+    return;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  ::close(*pipe_fd);  // EOF (or an error that would repeat forever)
+  *pipe_fd = -1;
+}
+
+void Loop::drain(int* pipe_fd, int stream_fd, const char* stream_name) {
+  // Non-blocking reads until EAGAIN or EOF; bounded in case a process outside
+  // the tree holds the write end and keeps writing.
+  for (int i = 0; i < 1024 && *pipe_fd >= 0; ++i) {
+    ssize_t n = ::read(*pipe_fd, g_buf, kChunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n > 0) {
+      size_t len = static_cast<size_t>(n);
+      store(m_.logfd, "log", &log_state_, g_buf, len);
+      store(stream_fd, stream_name, stream_fd == m_.outfd ? &out_state_ : &err_state_, g_buf,
+            len);
+      continue;
+    }
+    ::close(*pipe_fd);
+    *pipe_fd = -1;
+  }
+}
+
+void Loop::read_ctl() {
+  char buf[1024];
+  for (;;) {
+    ssize_t n = ::read(m_.ctlfd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // EAGAIN (never EOF: we hold a write end too)
+    for (ssize_t i = 0; i < n; ++i) {
+      char c = buf[i];
+      if (c == '\n') {
+        if (!ctl_skip_) handle_ctl_line(ctl_buf_);
+        ctl_buf_.clear();
+        ctl_skip_ = false;
+      } else if (!ctl_skip_) {
+        ctl_buf_ += c;
+        if (ctl_buf_.size() > kMaxCtlLine) {
+          ctl_buf_.clear();
+          ctl_skip_ = true;
+        }
+      }
+    }
+  }
+}
+
+void Loop::handle_ctl_line(std::string line) {
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+    line.pop_back();
+  size_t start = line.find_first_not_of(" \t");
+  if (start == std::string::npos) return;
+  line.erase(0, start);
+  if (line == "term") {
+    stop_requested_ = true;
+    begin_term();
+  } else if (line == "kill") {
+    stop_requested_ = true;
+    begin_kill();
+  } else if (line.rfind("signal ", 0) == 0) {
+    std::string num = line.substr(7);
+    size_t s = num.find_first_not_of(' ');
+    uint64_t sig = 0;
+    if (s != std::string::npos && parse_u64(num.c_str() + s, &sig) && sig >= 1 && sig <= 64) {
+      send_signal(static_cast<int>(sig));
+    } else {
+      diag("ctl: bad signal request ignored");
+    }
+  } else {
+    diag("ctl: unknown request ignored");
+  }
+}
+
+void Loop::send_signal(int sig) {
+  if (sig == SIGKILL) sent_sigkill_ = true;
+  signal_tree(m_.root, !root_reaped_, sig, false);
+}
+
+void Loop::arm_kill_timer(uint64_t first_ms, uint64_t interval_ms) {
+  struct itimerspec its = {};
+  its.it_value.tv_sec = static_cast<time_t>(first_ms / 1000);
+  its.it_value.tv_nsec = static_cast<long>((first_ms % 1000) * 1000000);
+  if (first_ms == 0) its.it_value.tv_nsec = 1;  // 0 would disarm
+  its.it_interval.tv_sec = static_cast<time_t>(interval_ms / 1000);
+  its.it_interval.tv_nsec = static_cast<long>((interval_ms % 1000) * 1000000);
+  ::timerfd_settime(m_.kill_tfd, 0, &its, nullptr);
+}
+
+void Loop::begin_term() {
+  if (stopping_) return;
+  stopping_ = true;
+  if (m_.timeout_tfd >= 0) {  // a stop in progress is not also a timeout
+    struct itimerspec off = {};
+    ::timerfd_settime(m_.timeout_tfd, 0, &off, nullptr);
+  }
+  signal_tree(m_.root, !root_reaped_, SIGTERM, true);
+  arm_kill_timer(m_.grace_ms, 0);
+}
+
+void Loop::begin_kill() {
+  stopping_ = true;
+  if (m_.timeout_tfd >= 0) {
+    struct itimerspec off = {};
+    ::timerfd_settime(m_.timeout_tfd, 0, &off, nullptr);
+  }
+  kill_sweep();
+}
+
+void Loop::kill_sweep() {
+  sent_sigkill_ = true;
+  signal_tree(m_.root, !root_reaped_, SIGKILL, false);
+  ++sweeps_;
+  if (!killing_) {
+    killing_ = true;
+    arm_kill_timer(100, 100);
+  } else if (sweeps_ == kFastSweeps) {
+    arm_kill_timer(1000, 1000);
+  }
+}
+
+void Loop::read_signals(bool* sigchld) {
+  struct signalfd_siginfo si;
+  for (;;) {
+    ssize_t n = ::read(m_.sigfd, &si, sizeof si);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof si)) return;
+    if (si.ssi_signo == SIGCHLD) {
+      *sigchld = true;
+    } else {
+      // SIGTERM / SIGINT / SIGHUP to the monitor: same as a `term` request.
+      stop_requested_ = true;
+      begin_term();
+    }
+  }
+}
+
+bool Loop::reap() {
+  for (;;) {
+    int st = 0;
+    pid_t p = ::waitpid(-1, &st, WNOHANG | __WALL);
+    if (p > 0) {
+      if (p == m_.root) {
+        root_reaped_ = true;
+        root_status_ = st;
+      }
+      continue;
+    }
+    if (p == 0) return false;
+    if (errno == EINTR) continue;
+    if (errno == ECHILD) return true;
+    diag("waitpid: %s", ::strerror(errno));
+    return false;
+  }
+}
+
+int Loop::finish() {
+  drain(&m_.out_pipe, m_.outfd, "stdout");
+  drain(&m_.err_pipe, m_.errfd, "stderr");
+
+  int exit_code = -1;
+  int sig = 0;
+  if (root_reaped_ && WIFEXITED(root_status_)) exit_code = WEXITSTATUS(root_status_);
+  if (root_reaped_ && WIFSIGNALED(root_status_)) sig = WTERMSIG(root_status_);
+
+  bool oom = false;
+  if (sig == SIGKILL && !sent_sigkill_ && m_.oom_at_start >= 0) {
+    long long now = read_oom_kill_count();
+    oom = now > m_.oom_at_start;
+  }
+  const char* reason = "exited";
+  if (!root_reaped_) {
+    reason = "unknown";  // cannot happen: ECHILD means the root was reaped
+  } else if (timed_out_) {
+    reason = "timedOut";
+  } else if (stop_requested_) {
+    reason = "stopped";
+  } else if (sig != 0) {
+    reason = oom ? "oomKilled" : "killed";
+  }
+  std::string sig_json = sig != 0 ? "\"" + signal_name(sig) + "\"" : std::string("null");
+  std::string finished = iso_now();
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"exitCode\": %d, \"signal\": %s, \"endReason\": \"%s\", \"timedOut\": %s, "
+           "\"finishedAt\": \"%s\", \"oom\": %s}\n",
+           exit_code, sig_json.c_str(), reason, timed_out_ ? "true" : "false", finished.c_str(),
+           oom ? "true" : "false");
+  int rc = 0;
+  if (int e = write_file_atomic(m_.dirfd, "exit.json", json)) {
+    diag("cannot write exit.json: %s", ::strerror(e));
+    rc = 1;
+  }
+  ::unlinkat(m_.dirfd, "ctl", 0);
+  return rc;
+}
+
+int Loop::run() {
+  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCount };
+  // A SIGCHLD may have been consumed before the loop; check once up front.
+  if (reap()) return finish();
+  for (;;) {
+    struct pollfd pfds[kCount];
+    int fds[kCount] = {m_.sigfd, m_.out_pipe, m_.err_pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd};
+    for (int i = 0; i < kCount; ++i) {
+      pfds[i].fd = fds[i];  // negative: ignored by poll
+      pfds[i].events = POLLIN;
+      pfds[i].revents = 0;
+    }
+    int r = ::poll(pfds, kCount, -1);
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == ENOMEM) continue;
+      diag("poll: %s", ::strerror(errno));
+      return 1;
+    }
+    auto ready = [&](int i) { return pfds[i].fd >= 0 && pfds[i].revents != 0; };
+    // Output first, so what was written before an exit is in the log first.
+    if (ready(kOut)) pump(&m_.out_pipe, m_.outfd, "stdout");
+    if (ready(kErr)) pump(&m_.err_pipe, m_.errfd, "stderr");
+    if (ready(kCtl)) read_ctl();
+    if (ready(kTimeout)) {
+      uint64_t ticks;
+      if (::read(m_.timeout_tfd, &ticks, sizeof ticks) == sizeof ticks && !stopping_) {
+        timed_out_ = true;
+        begin_term();
+      }
+    }
+    if (ready(kKill)) {
+      uint64_t ticks;
+      if (::read(m_.kill_tfd, &ticks, sizeof ticks) == sizeof ticks) kill_sweep();
+    }
+    if (ready(kSig)) {
+      bool sigchld = false;
+      read_signals(&sigchld);
+      if (sigchld && reap()) return finish();
+    }
+  }
+}
+
+}  // namespace
+
+int run_loop(Monitor& m) {
+  Loop loop(m);
+  return loop.run();
+}
+
+}  // namespace sbxmon

@@ -1,0 +1,24 @@
+#pragma once
+// What /proc says about processes: identity (pid + start time, safe against
+// pid reuse) and the CPU used by a monitor's whole tree.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace sup {
+
+/// Field 22 of /proc/PID/stat (clock ticks since boot); nullopt if gone.
+std::optional<std::uint64_t> process_start_time(pid_t pid);
+/// The process has exited but is not reaped yet (state Z or X).
+bool process_is_zombie(pid_t pid);
+/// Every live descendant of `pid` (through /proc/PID/task/*/children).
+std::vector<pid_t> descendants(pid_t pid);
+/// CPU ticks used by `monitor` and its whole tree: its reaped children
+/// (cutime+cstime, it reaps them all as subreaper) plus every live descendant.
+std::uint64_t tree_cpu_ticks(pid_t monitor);
+/// pidfd_open(2); -1 with errno on failure.
+int open_pidfd(pid_t pid);
+
+}  // namespace sup

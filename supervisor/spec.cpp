@@ -1,0 +1,208 @@
+#include "supervisor/spec.hpp"
+
+#include <cmath>
+
+namespace sup {
+
+namespace {
+
+using nlohmann::json;
+
+Error invalid(std::string msg) { return Error{Errc::invalid_argument, std::move(msg)}; }
+
+std::string type_name(const json& v) { return v.type_name(); }
+
+Result<std::map<std::string, std::string>> string_map(const json& v, const char* key) {
+  if (!v.is_object()) return invalid(std::string("'") + key + "' must be an object of strings, not " + type_name(v));
+  std::map<std::string, std::string> out;
+  for (auto& [k, val] : v.items()) {
+    if (!val.is_string())
+      return invalid(std::string("'") + key + "." + k + "' must be a string, not " + type_name(val));
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
+      return invalid(std::string("'") + key + "' has a bad variable name: '" + k + "'");
+    const auto& s = val.get_ref<const std::string&>();
+    if (s.find('\0') != std::string::npos)
+      return invalid(std::string("'") + key + "." + k + "' contains a NUL byte");
+    out[k] = s;
+  }
+  return out;
+}
+
+Result<double> number(const json& v, const char* key) {
+  if (!v.is_number()) return invalid(std::string("'") + key + "' must be a number, not " + type_name(v));
+  double d = v.get<double>();
+  if (!std::isfinite(d)) return invalid(std::string("'") + key + "' must be finite");
+  return d;
+}
+
+bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+}  // namespace
+
+std::vector<std::string> StartSpec::effective_argv() const {
+  if (shell && !script_file.empty()) return {"/bin/sh", script_file};
+  if (shell) return {"/bin/sh", "-c", *shell};
+  return argv;
+}
+
+Status validate_name(const std::string& name) {
+  if (name.empty()) return invalid("name is empty");
+  if (name.size() > 64) return invalid("name is longer than 64 characters");
+  if (name == "." || name == "..") return invalid("name may not be '.' or '..'");
+  for (unsigned char c : name) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) return invalid("name may hold only A-Z a-z 0-9 . _ - (got a byte 0x" +
+                            [c] { char b[3]; std::snprintf(b, sizeof b, "%02x", c); return std::string(b); }() + ")");
+  }
+  return Ok{};
+}
+
+Result<StartSpec> parse_json_request(const json& j, const std::string& default_cwd) {
+  if (!j.is_object()) return invalid("a JSON request must be an object, not " + type_name(j));
+  StartSpec s;
+  s.cwd = default_cwd;
+  bool have_argv = false, have_cmd = false;
+  for (auto& [key, v] : j.items()) {
+    if (key == "argv") {
+      if (!v.is_array()) return invalid("'argv' must be an array of strings, not " + type_name(v));
+      for (auto& a : v) {
+        if (!a.is_string()) return invalid("'argv' must hold only strings, found " + type_name(a));
+        if (has_nul(a.get_ref<const std::string&>())) return invalid("'argv' contains a NUL byte");
+        s.argv.push_back(a.get<std::string>());
+      }
+      if (s.argv.empty() || s.argv[0].empty()) return invalid("'argv' is empty");
+      have_argv = true;
+    } else if (key == "cmd") {
+      if (!v.is_string()) return invalid("'cmd' must be a string, not " + type_name(v));
+      s.shell = v.get<std::string>();
+      if (has_nul(*s.shell)) return invalid("'cmd' contains a NUL byte");
+      if (s.shell->find_first_not_of(" \t\r\n") == std::string::npos) return invalid("'cmd' is empty");
+      have_cmd = true;
+    } else if (key == "cwd") {
+      if (!v.is_string()) return invalid("'cwd' must be a string, not " + type_name(v));
+      s.cwd = v.get<std::string>();
+      if (s.cwd.empty()) return invalid("'cwd' is empty");
+      if (has_nul(s.cwd)) return invalid("'cwd' contains a NUL byte");
+    } else if (key == "env") {
+      auto m = string_map(v, "env");
+      if (!m) return m.error();
+      s.env = std::move(m.value());
+    } else if (key == "secretEnv") {
+      auto m = string_map(v, "secretEnv");
+      if (!m) return m.error();
+      s.secret_env = std::move(m.value());
+    } else if (key == "note") {
+      if (!v.is_string()) return invalid("'note' must be a string, not " + type_name(v));
+      s.note = v.get<std::string>();
+    } else if (key == "name") {
+      if (!v.is_string()) return invalid("'name' must be a string, not " + type_name(v));
+      s.name = v.get<std::string>();
+      if (auto st = validate_name(s.name); !st) return st.error();
+    } else if (key == "timeoutSec") {
+      auto d = number(v, "timeoutSec");
+      if (!d) return d.error();
+      if (d.value() <= 0) return invalid("'timeoutSec' must be > 0");
+      if (d.value() > 1e9) return invalid("'timeoutSec' is too large");
+      s.timeout_sec = d.value();
+    } else if (key == "stopGraceSec") {
+      auto d = number(v, "stopGraceSec");
+      if (!d) return d.error();
+      if (d.value() < 0) return invalid("'stopGraceSec' must be >= 0");
+      if (d.value() > 1e6) return invalid("'stopGraceSec' is too large");
+      s.stop_grace_sec = d.value();
+    } else if (key == "readyPort" || key == "readyLog" || key == "readyHttp") {
+      // checked together below
+    } else {
+      return invalid("unknown key '" + key +
+                     "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog readyHttp)");
+    }
+  }
+  auto ready = ready_condition_from_json(j);
+  if (!ready) return ready.error();
+  s.ready = ready.value();
+  if (have_argv == have_cmd) return invalid("give exactly one of 'argv' and 'cmd'");
+  return s;
+}
+
+Result<StartSpec> parse_text_request(std::string_view text, const std::string& default_cwd) {
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  if (text.find('\0') != std::string_view::npos) return invalid("the command contains a NUL byte");
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return invalid("the command is empty");
+  StartSpec s;
+  s.shell = std::string(text);
+  s.cwd = default_cwd;
+  return s;
+}
+
+Result<StartSpec> parse_request(std::string_view text, const std::string& default_cwd) {
+  auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && text[first] == '{') {
+    json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      // Ask again with exceptions for a message that says where it broke.
+      try {
+        json again = json::parse(text.begin(), text.end());
+        (void)again;
+      } catch (const json::exception& e) {
+        return invalid(std::string("malformed JSON: ") + e.what());
+      }
+      return invalid("malformed JSON");
+    }
+    return parse_json_request(j, default_cwd);
+  }
+  return parse_text_request(text, default_cwd);
+}
+
+json spec_to_json(const StartSpec& s) {
+  json j;
+  j["argv"] = s.effective_argv();
+  if (s.shell) j["shell"] = *s.shell;
+  j["cwd"] = s.cwd;
+  j["env"] = s.env;
+  j["secretEnv"] = s.secret_env;
+  j["note"] = s.note;
+  j["name"] = s.name;
+  if (s.timeout_sec) j["timeoutSec"] = *s.timeout_sec;
+  j["stopGraceSec"] = s.stop_grace_sec;
+  j["requesterSid"] = s.requester_sid;
+  j["requesterUid"] = s.requester_uid;
+  if (s.ready) j["ready"] = s.ready->to_json();
+  if (!s.script_file.empty()) j["scriptFile"] = s.script_file;
+  if (s.run_as) j["runAs"] = {{"uid", s.run_as->uid}, {"gid", s.run_as->gid}, {"groups", s.run_as->groups}};
+  return j;
+}
+
+Result<StartSpec> spec_from_json(const json& j) {
+  try {
+    StartSpec s;
+    if (j.contains("shell")) s.shell = j.at("shell").get<std::string>();
+    else s.argv = j.at("argv").get<std::vector<std::string>>();
+    s.cwd = j.at("cwd").get<std::string>();
+    s.env = j.value("env", std::map<std::string, std::string>{});
+    s.secret_env = j.value("secretEnv", std::map<std::string, std::string>{});
+    s.note = j.value("note", "");
+    s.name = j.value("name", "");
+    if (j.contains("timeoutSec")) s.timeout_sec = j.at("timeoutSec").get<double>();
+    s.stop_grace_sec = j.value("stopGraceSec", 5.0);
+    s.requester_sid = j.value("requesterSid", 0);
+    s.requester_uid = j.value("requesterUid", 0u);
+    s.script_file = j.value("scriptFile", "");
+    if (j.contains("ready")) {
+      auto r = ready_condition_from_json(j["ready"]);
+      if (r && r.value()) s.ready = *r.value();
+    }
+    if (j.contains("runAs")) {
+      Credentials c;
+      c.uid = j["runAs"].at("uid").get<uid_t>();
+      c.gid = j["runAs"].at("gid").get<gid_t>();
+      c.groups = j["runAs"].value("groups", std::vector<gid_t>{});
+      s.run_as = c;
+    }
+    return s;
+  } catch (const json::exception& e) {
+    return Error{Errc::io_error, std::string("spec.json: ") + e.what()};
+  }
+}
+
+}  // namespace sup

@@ -1,0 +1,63 @@
+#pragma once
+// What to start: the validated form of a request.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <sys/types.h>
+
+#include "supervisor/error.hpp"
+#include "supervisor/ready_condition.hpp"
+
+namespace sup {
+
+/// Who runs the command (allow_other). Absent: the supervisor's own user.
+struct Credentials {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+};
+
+struct StartSpec {
+  std::vector<std::string> argv;  ///< run directly; exactly one of argv / shell
+  std::optional<std::string> shell;  ///< run as /bin/sh -c SHELL
+  std::string cwd;                ///< absolute; required
+  std::map<std::string, std::string> env;         ///< overlay on the supervisor's env
+  std::map<std::string, std::string> secret_env;  ///< same, values masked when shown
+  std::string note;
+  std::string name;               ///< bgId to use; empty: a fresh id
+  std::optional<double> timeout_sec;
+  double stop_grace_sec = 5;
+  std::optional<Credentials> run_as;
+  std::optional<ReadyCondition> ready;  ///< readyPort / readyLog / readyHttp
+  /// Set by the supervisor for shell text too long for one exec argument
+  /// (Linux: 128 KiB): the text is run from this file instead.
+  std::string script_file;
+  pid_t requester_sid = 0;        ///< session id of the requester (for `mine`)
+  uid_t requester_uid = 0;
+
+  /// The argv actually executed (shell expanded to /bin/sh -c).
+  std::vector<std::string> effective_argv() const;
+};
+
+/// Checks a bgId: [A-Za-z0-9._-], 1..64 chars, not "." or "..".
+Status validate_name(const std::string& name);
+
+/// Parses the JSON request keys of DESIGN.md (argv, cmd, cwd, env, secretEnv,
+/// note, name, timeoutSec, stopGraceSec, readyPort, readyLog, readyHttp).
+/// Unknown keys and wrong types are invalid_argument.
+/// `default_cwd` fills a missing cwd.
+Result<StartSpec> parse_json_request(const nlohmann::json& j, const std::string& default_cwd);
+
+/// Plain text request: a shell command; one trailing newline is dropped.
+Result<StartSpec> parse_text_request(std::string_view text, const std::string& default_cwd);
+
+/// Either of the above: JSON when the first non-blank byte is '{'.
+Result<StartSpec> parse_request(std::string_view text, const std::string& default_cwd);
+
+nlohmann::json spec_to_json(const StartSpec& s);
+Result<StartSpec> spec_from_json(const nlohmann::json& j);
+
+}  // namespace sup

@@ -1,0 +1,1006 @@
+#include "supervisor/supervisor.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <future>
+#include <mutex>
+#include <set>
+
+#include "supervisor/clock.hpp"
+#include "supervisor/event_loop.hpp"
+#include "supervisor/files.hpp"
+#include "supervisor/monitor_launcher.hpp"
+#include "supervisor/proc_tree.hpp"
+#include "supervisor/readiness_probe.hpp"
+#include "supervisor/secrets.hpp"
+#include "supervisor/unique_fd.hpp"
+
+extern char** environ;
+
+namespace sup {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxInlineScript = 100 * 1024;
+
+// Auto ids: "0001".."9999", then "a0000".."z9999", ...: short, and `ls`
+// lists them in start order.
+std::string format_auto_id(std::uint64_t n) {
+  char buf[32];
+  if (n < 10000) {
+    std::snprintf(buf, sizeof buf, "%04llu", static_cast<unsigned long long>(n));
+    return buf;
+  }
+  std::uint64_t block = n / 10000;  // 1 -> 'a'
+  std::string prefix;
+  while (block > 26) { prefix += 'z'; block -= 26; }
+  prefix += static_cast<char>('a' + block - 1);
+  std::snprintf(buf, sizeof buf, "%04llu", static_cast<unsigned long long>(n % 10000));
+  return prefix + buf;
+}
+
+std::optional<std::uint64_t> parse_auto_id(const std::string& id) {
+  size_t i = 0;
+  std::uint64_t block = 0;
+  while (i < id.size() && id[i] >= 'a' && id[i] <= 'z') {
+    if (id[i] != 'z' && i + 1 < id.size() && id[i + 1] >= 'a') return std::nullopt;
+    block += static_cast<std::uint64_t>(id[i] - 'a' + 1);
+    ++i;
+  }
+  if (id.size() - i != 4) return std::nullopt;
+  std::uint64_t n = 0;
+  for (; i < id.size(); ++i) {
+    if (id[i] < '0' || id[i] > '9') return std::nullopt;
+    n = n * 10 + static_cast<std::uint64_t>(id[i] - '0');
+  }
+  return block * 10000 + n;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") == std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+// Cut at most `n` bytes without splitting a UTF-8 sequence.
+std::string utf8_prefix(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  size_t cut = n;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut);
+}
+
+// What execvp would run: a found, executable file, else why not.
+Status check_executable(const std::string& argv0, const std::string& cwd, const std::string& path_var) {
+  auto check = [](const std::string& p) -> int {
+    struct stat st{};
+    if (::stat(p.c_str(), &st) != 0) return errno;
+    if (S_ISDIR(st.st_mode)) return EACCES;
+    if (::access(p.c_str(), X_OK) != 0) return errno;
+    return 0;
+  };
+  if (argv0.find('/') != std::string::npos) {
+    std::string p = argv0[0] == '/' ? argv0 : cwd + "/" + argv0;
+    if (int e = check(p)) return error_from_errno(e, "cannot execute '" + argv0 + "'");
+    return Ok{};
+  }
+  int worst = ENOENT;
+  size_t i = 0;
+  std::string pv = path_var.empty() ? "/usr/local/bin:/usr/bin:/bin" : path_var;
+  while (i <= pv.size()) {
+    size_t j = pv.find(':', i);
+    if (j == std::string::npos) j = pv.size();
+    std::string dir = pv.substr(i, j - i);
+    if (dir.empty()) dir = ".";
+    if (dir[0] != '/') dir = cwd + "/" + dir;
+    int e = check(dir + "/" + argv0);
+    if (e == 0) return Ok{};
+    if (e == EACCES) worst = EACCES;
+    i = j + 1;
+  }
+  if (worst == ENOENT) return Error{Errc::not_found, "cannot execute '" + argv0 + "': not found in PATH"};
+  return error_from_errno(worst, "cannot execute '" + argv0 + "'");
+}
+
+struct ExitInfo {
+  std::optional<int> exit_code;
+  std::string signal, end_reason, finished_at;
+  bool timed_out = false;
+};
+
+Result<ExitInfo> parse_exit(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error{Errc::io_error, "exit.json is corrupt"};
+  try {
+    ExitInfo e;
+    if (j.contains("exitCode") && !j["exitCode"].is_null()) e.exit_code = j["exitCode"].get<int>();
+    if (j.contains("signal") && j["signal"].is_string()) e.signal = j["signal"].get<std::string>();
+    e.end_reason = j.at("endReason").get<std::string>();
+    e.finished_at = j.value("finishedAt", "");
+    e.timed_out = j.value("timedOut", false);
+    return e;
+  } catch (const json::exception& ex) {
+    return Error{Errc::io_error, std::string("exit.json is corrupt: ") + ex.what()};
+  }
+}
+
+struct MonitorInfo {
+  pid_t monitor_pid = 0, pid = 0;
+  std::uint64_t monitor_start = 0, pid_start = 0;
+  std::string started_at;
+};
+
+Result<MonitorInfo> parse_monitor(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error{Errc::io_error, "monitor.json is corrupt"};
+  try {
+    MonitorInfo m;
+    m.monitor_pid = j.at("monitorPid").get<pid_t>();
+    m.monitor_start = j.at("monitorStart").get<std::uint64_t>();
+    m.pid = j.at("pid").get<pid_t>();
+    m.pid_start = j.at("pidStart").get<std::uint64_t>();
+    m.started_at = j.value("startedAt", "");
+    return m;
+  } catch (const json::exception& ex) {
+    return Error{Errc::io_error, std::string("monitor.json is corrupt: ") + ex.what()};
+  }
+}
+
+}  // namespace
+
+std::string default_monitor_path() {
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto beside = self.parent_path() / "sbxfs-monitor";
+    if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+  }
+#ifdef SBX_MONITOR_BUILD_PATH
+  return SBX_MONITOR_BUILD_PATH;
+#else
+  return "sbxfs-monitor";
+#endif
+}
+
+struct Record {
+  std::string id;
+  bool slot = false;
+  std::optional<StartSpec> spec;
+  std::optional<Error> error;
+  uid_t owner_uid = 0;
+  pid_t owner_sid = 0;
+  MonitorInfo monitor;
+  bool ended = false;
+  ExitInfo exit;
+  UniqueFd pidfd;
+  int log_wd = -1;
+  std::optional<ReadyCondition> ready_cond;
+  bool ready = false;
+  std::string ready_at;
+};
+
+struct CpuSample {
+  std::uint64_t ticks = 0;
+  std::chrono::steady_clock::time_point at;
+  double percent = 0;
+};
+
+struct Supervisor::Impl {
+  SupervisorOptions opts;
+  std::string procs_dir;
+  std::string started_at = iso_now();
+  UniqueFd lock_fd;
+  UniqueFd inotify;
+
+  mutable std::mutex mu;
+  std::condition_variable changed;                  // a record ended or vanished
+  std::map<std::string, Record> records;            // guarded by mu
+  std::set<std::string> reserved;                   // ids being started; guarded by mu
+  std::map<std::string, std::uint64_t> serials;     // never shrinks; guarded by mu
+  std::uint64_t next_serial = 1;                    // guarded by mu
+  std::uint64_t counter = 1;                        // next auto id; guarded by mu
+  std::map<int, std::string> wd_ids;                // inotify wd -> id; guarded by mu
+
+  mutable std::mutex cpu_mu;
+  mutable std::map<std::string, CpuSample> cpu;     // guarded by cpu_mu
+
+  std::mutex listeners_mu;
+  std::vector<std::pair<std::uint64_t, Listener>> listeners;  // guarded by listeners_mu
+  std::uint64_t next_token = 1;                               // guarded by listeners_mu
+
+  std::map<std::string, std::shared_ptr<ReadinessProbe>> probes;  // loop thread only
+
+  std::unique_ptr<EventLoop> loop;  // last: destroyed first, so no callback outlives the rest
+
+  std::string dir_of(const std::string& id) const { return procs_dir + "/" + id; }
+
+  std::uint64_t serial_for(const std::string& id) {  // needs mu
+    auto [it, fresh] = serials.emplace(id, next_serial);
+    if (fresh) ++next_serial;
+    return it->second;
+  }
+
+  void emit(Event::Kind kind, const std::string& id) {
+    loop->post([this, kind, id] { dispatch(Event{kind, id}); });
+  }
+  void dispatch(const Event& e) {
+    std::vector<Listener> ls;
+    {
+      std::lock_guard g(listeners_mu);
+      for (auto& [t, l] : listeners) ls.push_back(l);
+    }
+    for (auto& l : ls) l(e);
+  }
+
+  std::vector<std::string> secrets_of(const Record* r) const {
+    std::vector<std::string> s = opts.secrets;
+    if (r && r->spec)
+      for (auto& [k, v] : r->spec->secret_env) s.push_back(v);
+    return s;
+  }
+
+  CommandStatus snapshot(const Record& r) const;  // needs mu
+  void watch_running(Record& r);                  // needs mu
+  void on_monitor_exit(const std::string& id);
+  void on_inotify();
+  Status load();
+  void load_record(const std::string& id);
+  void finish_unknown(const std::string& dir, const MonitorInfo* m);
+  double cpu_percent(const std::string& id, pid_t monitor) const;
+  void start_probe(const std::string& id);  // loop thread
+  void mark_ready(const std::string& id);   // loop thread
+  void save_ready(const Record& r) const;   // needs mu
+};
+
+void Supervisor::Impl::save_ready(const Record& r) const {
+  json j = {{"condition", r.ready_cond ? r.ready_cond->to_json() : json(nullptr)},
+            {"ready", r.ready},
+            {"readyAt", r.ready_at.empty() ? json(nullptr) : json(r.ready_at)}};
+  // No fsync: readiness is re-probed after a crash if this is lost.
+  (void)write_file_atomic(dir_of(r.id) + "/ready.json", j.dump() + "\n", false);
+}
+
+void Supervisor::Impl::start_probe(const std::string& id) {
+  std::optional<ReadyCondition> cond;
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it == records.end() || it->second.ended || it->second.slot || it->second.ready) return;
+    cond = it->second.ready_cond;
+  }
+  probes.erase(id);
+  if (!cond) return;
+  probes[id] = ReadinessProbe::start(*loop, *cond, dir_of(id) + "/log", [this, id] { mark_ready(id); });
+}
+
+void Supervisor::Impl::mark_ready(const std::string& id) {
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it == records.end() || it->second.ready) return;
+    it->second.ready = true;
+    it->second.ready_at = iso_now();
+    save_ready(it->second);
+  }
+  // Dropping the probe here is safe: it is done and touches nothing after on_ready.
+  loop->post([this, id] { if (auto it = probes.find(id); it != probes.end() && it->second) probes.erase(it); });
+  dispatch(Event{Event::Kind::ready, id});
+}
+
+CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
+  CommandStatus s;
+  s.bg_id = r.id;
+  auto it = serials.find(r.id);
+  s.serial = it == serials.end() ? 0 : it->second;
+  s.owner_uid = r.owner_uid;
+  s.owner_sid = r.owner_sid;
+  std::string dir = dir_of(r.id);
+  s.log_file = dir + "/log";
+  s.stdout_file = dir + "/stdout";
+  s.stderr_file = dir + "/stderr";
+  if (r.error) {
+    s.state = "error";
+    s.error = r.error;
+  } else if (r.slot) {
+    s.state = "empty";
+    s.named = true;
+  } else if (r.ended) {
+    s.state = "exited";
+  } else {
+    s.state = "running";
+    s.running = true;
+  }
+  if (r.spec) {
+    auto secrets = secrets_of(&r);
+    const StartSpec& sp = *r.spec;
+    s.named = !sp.name.empty();
+    s.note = mask_secrets(sp.note, secrets);
+    std::string full;
+    if (sp.shell) {
+      full = *sp.shell;
+    } else {
+      for (auto& a : sp.argv) full += (full.empty() ? "" : " ") + shell_quote(a);
+    }
+    s.cmd_full = mask_secrets(full, secrets);
+    s.cmd = utf8_prefix(s.cmd_full, 120);
+    for (auto& a : sp.effective_argv()) s.argv.push_back(mask_secrets(a, secrets));
+    s.cwd = sp.cwd;
+  }
+  s.pid = r.monitor.pid;
+  s.started_at = r.monitor.started_at;
+  if (r.ended) {
+    s.exit_code = r.exit.exit_code;
+    s.signal = r.exit.signal;
+    s.end_reason = r.exit.end_reason;
+    s.finished_at = r.exit.finished_at;
+    s.timed_out = r.exit.timed_out;
+  }
+  if (r.ready_cond) {
+    s.ready_condition = r.ready_cond->describe();
+    s.ready = r.ready;
+    s.ready_at = r.ready_at;
+  }
+  return s;
+}
+
+double Supervisor::Impl::cpu_percent(const std::string& id, pid_t monitor) const {
+  static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard g(cpu_mu);
+  auto [it, fresh] = cpu.try_emplace(id);
+  CpuSample& c = it->second;
+  // "Recent": over the last second or more; reads in between reuse the figure.
+  if (!fresh && now - c.at < std::chrono::seconds(1)) return c.percent;
+  std::uint64_t ticks = tree_cpu_ticks(monitor);
+  if (!fresh) {
+    double secs = std::chrono::duration<double>(now - c.at).count();
+    c.percent = secs > 0 ? (static_cast<double>(ticks - std::min(ticks, c.ticks)) / hz) / secs * 100.0 : 0;
+  }
+  c.ticks = ticks;
+  c.at = now;
+  return std::round(c.percent * 10) / 10;
+}
+
+void Supervisor::Impl::watch_running(Record& r) {
+  std::string id = r.id;
+  const std::string log = dir_of(id) + "/log";
+  int wd = ::inotify_add_watch(inotify.get(), log.c_str(), IN_MODIFY);
+  if (wd >= 0) {
+    r.log_wd = wd;
+    wd_ids[wd] = id;
+  }
+  // Output written before the watch existed is announced too.
+  struct stat st{};
+  if (::stat(log.c_str(), &st) == 0 && st.st_size > 0) emit(Event::Kind::output, id);
+  int fd = open_pidfd(r.monitor.monitor_pid);
+  if (fd < 0 || process_start_time(r.monitor.monitor_pid) != r.monitor.monitor_start) {
+    if (fd >= 0) ::close(fd);
+    loop->post([this, id] { on_monitor_exit(id); });  // gone already
+    return;
+  }
+  r.pidfd.reset(fd);
+  loop->watch(fd, [this, id] { on_monitor_exit(id); });
+}
+
+void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo* m) {
+  // The monitor is gone without a word: don't leave its command behind unseen.
+  if (m && m->pid > 0 && process_start_time(m->pid) == m->pid_start) ::kill(-m->pid, SIGKILL);
+  json j = {{"exitCode", -1}, {"signal", nullptr}, {"endReason", "unknown"},
+            {"timedOut", false}, {"finishedAt", iso_now()}, {"oom", false}};
+  (void)write_file_atomic(dir + "/exit.json", j.dump() + "\n");
+}
+
+void Supervisor::Impl::on_monitor_exit(const std::string& id) {
+  std::string dir = dir_of(id);
+  MonitorInfo m;
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it == records.end() || it->second.ended || it->second.slot) return;
+    m = it->second.monitor;
+  }
+  if (auto pr = probes.find(id); pr != probes.end()) {
+    auto probe = pr->second;  // finish() may mark ready, which erases it later
+    probe->finish();
+    probes.erase(id);
+  }
+  auto text = read_file(dir + "/exit.json");
+  if (!text.ok() || !text.value()) {
+    finish_unknown(dir, &m);
+    text = read_file(dir + "/exit.json");
+  }
+  ExitInfo info;
+  std::optional<Error> err;
+  if (text.ok() && text.value()) {
+    auto e = parse_exit(*text.value());
+    if (e) info = e.value();
+    else err = e.error();
+  } else {
+    info.exit_code = -1;
+    info.end_reason = "unknown";
+    info.finished_at = iso_now();
+  }
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it == records.end() || it->second.ended) return;
+    Record& r = it->second;
+    if (r.pidfd) loop->unwatch(r.pidfd.get());
+    r.pidfd.reset();
+    if (r.log_wd >= 0) {
+      ::inotify_rm_watch(inotify.get(), r.log_wd);
+      wd_ids.erase(r.log_wd);
+      r.log_wd = -1;
+    }
+    r.ended = true;
+    r.exit = info;
+    if (err) r.error = err;
+  }
+  changed.notify_all();
+  // The last output may have been written just before the exit.
+  dispatch(Event{Event::Kind::output, id});
+  dispatch(Event{Event::Kind::ended, id});
+}
+
+void Supervisor::Impl::on_inotify() {
+  alignas(inotify_event) char buf[8192];
+  std::set<std::string> grown;
+  for (;;) {
+    ssize_t n = ::read(inotify.get(), buf, sizeof buf);
+    if (n <= 0) break;
+    std::lock_guard g(mu);
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(p);
+      if (auto it = wd_ids.find(ev->wd); it != wd_ids.end()) grown.insert(it->second);
+      p += sizeof(inotify_event) + ev->len;
+    }
+  }
+  for (auto& id : grown) {
+    if (auto pr = probes.find(id); pr != probes.end()) {
+      auto probe = pr->second;
+      probe->output();
+    }
+    dispatch(Event{Event::Kind::output, id});
+  }
+}
+
+void Supervisor::Impl::load_record(const std::string& id) {
+  std::string dir = dir_of(id);
+  Record r;
+  r.id = id;
+  auto spec_text = read_file(dir + "/spec.json");
+  if (spec_text.ok() && !spec_text.value()) {
+    auto slot = read_file(dir + "/slot");
+    if (slot.ok() && slot.value()) {
+      r.slot = true;
+      json j = json::parse(*slot.value(), nullptr, false);
+      if (j.is_object()) {
+        r.owner_uid = j.value("ownerUid", 0u);
+        r.owner_sid = j.value("ownerSid", 0);
+      }
+    } else {
+      r.error = Error{Errc::io_error, "spec.json is missing"};
+      r.ended = true;
+    }
+  } else if (!spec_text.ok()) {
+    r.error = spec_text.error();
+    r.ended = true;
+  } else {
+    json j = json::parse(*spec_text.value(), nullptr, false);
+    auto spec = j.is_discarded() ? Result<StartSpec>(Error{Errc::io_error, "spec.json is corrupt"})
+                                 : spec_from_json(j);
+    if (!spec) {
+      r.error = spec.error();
+      r.ended = true;
+    } else {
+      r.spec = spec.value();
+      r.owner_uid = r.spec->requester_uid;
+      r.owner_sid = r.spec->requester_sid;
+    }
+  }
+  if (!r.slot && !r.error) {
+    auto mon = read_file(dir + "/monitor.json");
+    if (mon.ok() && mon.value()) {
+      auto m = parse_monitor(*mon.value());
+      if (m) r.monitor = m.value();
+      else r.error = m.error();
+    }
+    auto ex = read_file(dir + "/exit.json");
+    if (ex.ok() && ex.value()) {
+      auto e = parse_exit(*ex.value());
+      r.ended = true;
+      if (e) r.exit = e.value();
+      else r.error = e.error();
+    } else if (!r.error) {
+      bool alive = r.monitor.monitor_pid > 0 &&
+                   process_start_time(r.monitor.monitor_pid) == r.monitor.monitor_start &&
+                   !process_is_zombie(r.monitor.monitor_pid);
+      if (!alive) {
+        // The monitor may have written exit.json just before it went.
+        auto again = read_file(dir + "/exit.json");
+        if (!(again.ok() && again.value())) finish_unknown(dir, r.monitor.monitor_pid ? &r.monitor : nullptr);
+        auto e2 = read_file(dir + "/exit.json");
+        r.ended = true;
+        if (e2.ok() && e2.value()) {
+          auto e = parse_exit(*e2.value());
+          if (e) r.exit = e.value();
+          else r.error = e.error();
+        }
+      }
+    }
+  }
+  if (r.spec) r.ready_cond = r.spec->ready;
+  if (auto rt = read_file(dir + "/ready.json"); rt.ok() && rt.value()) {
+    json j = json::parse(*rt.value(), nullptr, false);
+    if (j.is_object()) {
+      if (j.contains("condition") && j["condition"].is_object())
+        if (auto c = ready_condition_from_json(j["condition"]); c && c.value()) r.ready_cond = *c.value();
+      r.ready = j.value("ready", false);
+      if (j.contains("readyAt") && j["readyAt"].is_string()) r.ready_at = j["readyAt"].get<std::string>();
+    }
+  }
+  if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);
+  serial_for(id);
+  auto [it, _] = records.insert_or_assign(id, std::move(r));
+  if (!it->second.ended && !it->second.slot) {
+    watch_running(it->second);
+    if (it->second.ready_cond && !it->second.ready) loop->post([this, id] { start_probe(id); });
+  }
+}
+
+Status Supervisor::Impl::load() {
+  if (auto st = make_dirs(opts.state_dir, 0700); !st) return st;
+  if (auto st = make_dirs(procs_dir, 0700); !st) return st;
+  std::string lock_path = opts.state_dir + "/lock";
+  lock_fd.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock_fd) return error_from_errno(errno, "open " + lock_path);
+  if (::flock(lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    auto holder = read_file(lock_path);
+    std::string who = holder.ok() && holder.value() ? *holder.value() : "?";
+    while (!who.empty() && (who.back() == '\n')) who.pop_back();
+    return Error{Errc::busy, "state directory " + opts.state_dir + " is in use by pid " + who};
+  }
+  std::string me = std::to_string(::getpid()) + "\n";
+  [[maybe_unused]] auto t = ::ftruncate(lock_fd.get(), 0);
+  [[maybe_unused]] auto w = ::pwrite(lock_fd.get(), me.data(), me.size(), 0);
+
+  if (auto c = read_file(opts.state_dir + "/counter"); c.ok() && c.value())
+    counter = std::max<std::uint64_t>(1, std::strtoull(c.value()->c_str(), nullptr, 10));
+
+  std::vector<std::string> ids;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(procs_dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(".new-", 0) == 0) {
+      std::string id = name.substr(5);
+      // The command did start when the monitor wrote monitor.json: keep it.
+      if (fs::exists(e.path() / "monitor.json") && validate_name(id)) {
+        if (fs::exists(dir_of(id))) remove_tree(dir_of(id));
+        fs::rename(e.path(), dir_of(id), ec);
+        ids.push_back(id);
+      } else {
+        remove_tree(e.path().string());
+      }
+    } else if (name.rfind(".del-", 0) == 0) {
+      remove_tree(e.path().string());
+    } else if (e.is_directory() && validate_name(name)) {
+      ids.push_back(name);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::lock_guard g(mu);
+  for (auto& id : ids) load_record(id);
+  // Scripts of records that are gone (removed while a daemon crashed).
+  std::set<std::string> kept;
+  for (auto& [id, r] : records)
+    if (r.spec && !r.spec->script_file.empty()) kept.insert(r.spec->script_file);
+  for (auto& e : fs::directory_iterator(opts.state_dir + "/scripts", ec))
+    if (!kept.count(e.path().string())) fs::remove(e.path(), ec);
+  return Ok{};
+}
+
+Supervisor::Supervisor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Supervisor::~Supervisor() {
+  // Probes belong to the loop thread and unregister from the loop when they
+  // go: drop them there, then stop the loop (its callbacks use the rest of Impl).
+  std::promise<void> dropped;
+  impl_->loop->post([this, &dropped] {
+    impl_->probes.clear();
+    dropped.set_value();
+  });
+  dropped.get_future().wait();
+  impl_->loop->stop();  // joined: from here on no callback runs
+  impl_->loop.reset();
+}
+
+Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
+  if (opts.state_dir.empty()) return Error{Errc::invalid_argument, "no state directory given"};
+  std::error_code ec;
+  auto abs = fs::absolute(opts.state_dir, ec);
+  if (!ec) opts.state_dir = abs.lexically_normal().string();
+  while (opts.state_dir.size() > 1 && opts.state_dir.back() == '/') opts.state_dir.pop_back();
+  if (opts.monitor_path.empty()) opts.monitor_path = default_monitor_path();
+  auto impl = std::make_unique<Impl>();
+  impl->opts = std::move(opts);
+  impl->procs_dir = impl->opts.state_dir + "/procs";
+  impl->inotify.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!impl->inotify) return error_from_errno(errno, "inotify_init1");
+  try {
+    impl->loop = std::make_unique<EventLoop>();
+  } catch (const std::exception& e) {
+    return Error{Errc::try_again, e.what()};
+  }
+  Impl* p = impl.get();
+  impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
+  if (auto st = impl->load(); !st) return st.error();
+  return std::unique_ptr<Supervisor>(new Supervisor(std::move(impl)));
+}
+
+Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode) {
+  Impl& I = *impl_;
+  StartSpec spec = spec_in;
+  if (spec.shell.has_value() == !spec.argv.empty())
+    return Error{Errc::invalid_argument, "give exactly one of argv and a shell command"};
+  if (spec.shell && spec.shell->find_first_not_of(" \t\r\n") == std::string::npos)
+    return Error{Errc::invalid_argument, "the command is empty"};
+  auto argv = spec.effective_argv();
+  if (argv.empty() || argv[0].empty()) return Error{Errc::invalid_argument, "the command is empty"};
+  if (spec.cwd.empty() || spec.cwd[0] != '/')
+    return Error{Errc::invalid_argument, "cwd must be an absolute path (got '" + spec.cwd + "')"};
+  struct stat st{};
+  if (::stat(spec.cwd.c_str(), &st) != 0) return error_from_errno(errno, "cwd '" + spec.cwd + "'");
+  if (!S_ISDIR(st.st_mode)) return Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"};
+  if (spec.timeout_sec && *spec.timeout_sec <= 0) return Error{Errc::invalid_argument, "timeoutSec must be > 0"};
+  if (spec.stop_grace_sec < 0) return Error{Errc::invalid_argument, "stopGraceSec must be >= 0"};
+  if (!spec.name.empty())
+    if (auto v = validate_name(spec.name); !v) return v.error();
+
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (auto& [k, v] : spec.env) env[k] = v;
+  for (auto& [k, v] : spec.secret_env) env[k] = v;
+  if (auto v = check_executable(argv[0], spec.cwd, env.count("PATH") ? env["PATH"] : ""); !v) return v.error();
+
+  // Claim the id.
+  std::string id;
+  bool replacing = false;
+  std::string old_script;
+  {
+    std::lock_guard g(I.mu);
+    if (!spec.name.empty()) {
+      id = spec.name;
+      if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
+      auto it = I.records.find(id);
+      if (it != I.records.end()) {
+        if (mode == StartMode::new_only) return Error{Errc::already_exists, "the name '" + id + "' is already in use"};
+        if (!it->second.ended && !it->second.slot) return Error{Errc::busy, "'" + id + "' is running"};
+        replacing = true;
+        if (it->second.spec) old_script = it->second.spec->script_file;
+      }
+    } else {
+      do {
+        id = format_auto_id(I.counter++);
+      } while (I.records.count(id) || I.reserved.count(id));
+      (void)write_file_atomic(I.opts.state_dir + "/counter", std::to_string(I.counter) + "\n", false);
+      spec.name.clear();
+    }
+    I.reserved.insert(id);
+  }
+  auto unreserve = [&] {
+    std::lock_guard g(I.mu);
+    I.reserved.erase(id);
+  };
+
+  const std::string final_dir = I.dir_of(id);
+  const std::string tmp_dir = I.procs_dir + "/.new-" + id;
+  remove_tree(tmp_dir);
+  if (::mkdir(tmp_dir.c_str(), 0700) != 0) {
+    int e = errno;
+    unreserve();
+    return error_from_errno(e, "mkdir " + tmp_dir);
+  }
+  json sj = spec_to_json(spec);
+  sj["bgId"] = id;
+  if (auto w = write_file_atomic(tmp_dir + "/spec.json", sj.dump() + "\n"); !w) {
+    remove_tree(tmp_dir);
+    unreserve();
+    return w.error();
+  }
+
+  // One exec argument may hold at most 128 KiB (MAX_ARG_STRLEN): longer
+  // shell text runs from a file, kept until the record is removed.
+  if (spec.shell && spec.shell->size() > kMaxInlineScript) {
+    std::string scripts = I.opts.state_dir + "/scripts";
+    std::string file = scripts + "/" + id + "-" + std::to_string(Clock::now().time_since_epoch().count()) + ".sh";
+    Status w = make_dirs(scripts, 0700);
+    if (w) w = write_file_atomic(file, *spec.shell, false);
+    if (!w) {
+      remove_tree(tmp_dir);
+      unreserve();
+      return w.error();
+    }
+    spec.script_file = file;
+    argv = spec.effective_argv();
+    sj = spec_to_json(spec);
+    sj["bgId"] = id;
+    (void)write_file_atomic(tmp_dir + "/spec.json", sj.dump() + "\n");
+  }
+  env["SBX_BGID"] = id;
+  MonitorLaunch l;
+  l.monitor_path = I.opts.monitor_path;
+  l.record_dir = tmp_dir;
+  l.argv = argv;
+  l.env = std::move(env);
+  l.cwd = spec.cwd;
+  l.timeout_sec = spec.timeout_sec.value_or(0);
+  l.grace_sec = spec.stop_grace_sec;
+  auto launched = launch_monitor(l);
+  if (!launched) {
+    if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
+    remove_tree(tmp_dir);
+    unreserve();
+    return launched.error();
+  }
+
+  // Committed: from here on the command exists, whatever happens to us.
+  if (!old_script.empty()) ::unlink(old_script.c_str());
+  if (replacing) {
+    std::string del = I.procs_dir + "/.del-" + id;
+    remove_tree(del);
+    if (::rename(final_dir.c_str(), del.c_str()) == 0) remove_tree(del);
+  }
+  if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) {
+    int e = errno;
+    // Cannot publish it: stop it rather than leave a command nobody sees.
+    if (auto fd = ::open((tmp_dir + "/ctl").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC); fd >= 0) {
+      [[maybe_unused]] auto n = ::write(fd, "kill\n", 5);
+      ::close(fd);
+    }
+    unreserve();
+    return error_from_errno(e, "rename " + tmp_dir);
+  }
+  MonitorInfo m;
+  if (auto mt = read_file(final_dir + "/monitor.json"); mt.ok() && mt.value()) {
+    if (auto pm = parse_monitor(*mt.value())) m = pm.value();
+  }
+  if (m.pid == 0) m.pid = launched.value();
+
+  CommandStatus out;
+  {
+    std::lock_guard g(I.mu);
+    I.reserved.erase(id);
+    I.serial_for(id);
+    Record r;
+    r.id = id;
+    r.spec = spec;
+    r.owner_uid = spec.requester_uid;
+    r.owner_sid = spec.requester_sid;
+    r.monitor = m;
+    r.ready_cond = spec.ready;
+    auto [it, _] = I.records.insert_or_assign(id, std::move(r));
+    I.watch_running(it->second);
+    out = I.snapshot(it->second);
+  }
+  if (spec.ready) I.loop->post([&I, id] { I.start_probe(id); });
+  {
+    std::lock_guard g(I.cpu_mu);
+    I.cpu.erase(id);
+  }
+  I.emit(Event::Kind::started, id);
+  return out;
+}
+
+Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t owner_uid, pid_t owner_sid) {
+  Impl& I = *impl_;
+  if (auto v = validate_name(name); !v) return v.error();
+  {
+    std::lock_guard g(I.mu);
+    if (I.records.count(name) || I.reserved.count(name))
+      return Error{Errc::already_exists, "'" + name + "' already exists"};
+    I.reserved.insert(name);
+  }
+  std::string tmp = I.procs_dir + "/.new-" + name;
+  remove_tree(tmp);
+  Status st = Ok{};
+  if (::mkdir(tmp.c_str(), 0700) != 0) {
+    st = error_from_errno(errno, "mkdir " + tmp);
+  } else {
+    json j = {{"ownerUid", owner_uid}, {"ownerSid", owner_sid}};
+    st = write_file_atomic(tmp + "/slot", j.dump() + "\n");
+    if (st && ::rename(tmp.c_str(), I.dir_of(name).c_str()) != 0) st = error_from_errno(errno, "rename " + tmp);
+  }
+  std::lock_guard g(I.mu);
+  I.reserved.erase(name);
+  if (!st) {
+    remove_tree(tmp);
+    return st.error();
+  }
+  I.serial_for(name);
+  Record r;
+  r.id = name;
+  r.slot = true;
+  r.owner_uid = owner_uid;
+  r.owner_sid = owner_sid;
+  auto [it, _] = I.records.insert_or_assign(name, std::move(r));
+  I.emit(Event::Kind::started, name);
+  return I.snapshot(it->second);
+}
+
+namespace {
+Status write_ctl(const std::string& dir, const std::string& line) {
+  int fd = ::open((dir + "/ctl").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    // ENXIO/ENOENT: the monitor is finishing; its exit event follows.
+    if (errno == ENXIO || errno == ENOENT) return Ok{};
+    return error_from_errno(errno, "open " + dir + "/ctl");
+  }
+  ssize_t n = ::write(fd, line.data(), line.size());
+  int e = errno;
+  ::close(fd);
+  if (n < 0 && e != EPIPE) return error_from_errno(e, "write " + dir + "/ctl");
+  return Ok{};
+}
+}  // namespace
+
+Status Supervisor::stop(const std::string& id) {
+  std::lock_guard g(impl_->mu);
+  auto it = impl_->records.find(id);
+  if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
+  if (it->second.ended || it->second.slot) return Ok{};
+  return write_ctl(impl_->dir_of(id), "term\n");
+}
+
+Status Supervisor::signal(const std::string& id, int sig) {
+  if (sig < 1 || sig > SIGRTMAX) return Error{Errc::invalid_argument, "no signal " + std::to_string(sig)};
+  std::lock_guard g(impl_->mu);
+  auto it = impl_->records.find(id);
+  if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
+  if (it->second.slot) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
+  if (it->second.ended) return Error{Errc::no_such_process, "'" + id + "' has ended"};
+  return write_ctl(impl_->dir_of(id), "signal " + std::to_string(sig) + "\n");
+}
+
+Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
+  Impl& I = *impl_;
+  {
+    std::lock_guard g(I.mu);
+    auto it = I.records.find(id);
+    if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
+    if (it->second.slot) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
+    if (it->second.ended) return Error{Errc::no_such_process, "'" + id + "' has ended"};
+    it->second.ready_cond = c;
+    it->second.ready = false;
+    it->second.ready_at.clear();
+    I.save_ready(it->second);
+  }
+  I.loop->post([&I, id] { I.start_probe(id); });
+  return Ok{};
+}
+
+Status Supervisor::remove(const std::string& id) {
+  Impl& I = *impl_;
+  {
+    std::lock_guard g(I.mu);
+    auto it = I.records.find(id);
+    if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
+    if (!it->second.ended && !it->second.slot) return Error{Errc::busy, "'" + id + "' is running; stop it first"};
+    if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
+    if (it->second.spec && !it->second.spec->script_file.empty()) ::unlink(it->second.spec->script_file.c_str());
+    // Rename first, so a crash mid-delete leaves no half record.
+    std::string del = I.procs_dir + "/.del-" + id;
+    remove_tree(del);
+    if (::rename(I.dir_of(id).c_str(), del.c_str()) != 0) return error_from_errno(errno, "rename " + I.dir_of(id));
+    I.records.erase(it);
+    remove_tree(del);
+  }
+  I.changed.notify_all();
+  I.emit(Event::Kind::removed, id);
+  return Ok{};
+}
+
+std::optional<CommandStatus> Supervisor::status(const std::string& id) const {
+  CommandStatus s;
+  pid_t monitor = 0;
+  {
+    std::lock_guard g(impl_->mu);
+    auto it = impl_->records.find(id);
+    if (it == impl_->records.end()) return std::nullopt;
+    s = impl_->snapshot(it->second);
+    monitor = it->second.monitor.monitor_pid;
+  }
+  if (s.running) s.cpu = impl_->cpu_percent(id, monitor);
+  return s;
+}
+
+std::vector<CommandStatus> Supervisor::list() const {
+  std::vector<CommandStatus> out;
+  std::vector<pid_t> monitors;
+  {
+    std::lock_guard g(impl_->mu);
+    out.reserve(impl_->records.size());
+    for (auto& [id, r] : impl_->records) {
+      out.push_back(impl_->snapshot(r));
+      monitors.push_back(r.monitor.monitor_pid);
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].running) out[i].cpu = impl_->cpu_percent(out[i].bg_id, monitors[i]);
+  return out;
+}
+
+SupervisorInfo Supervisor::info() const {
+  return SupervisorInfo{::getpid(), impl_->started_at, impl_->opts.state_dir};
+}
+
+std::optional<CommandStatus> Supervisor::wait(const std::string& id, std::chrono::milliseconds timeout) {
+  {
+    std::unique_lock g(impl_->mu);
+    impl_->changed.wait_for(g, timeout, [&] {
+      auto it = impl_->records.find(id);
+      return it == impl_->records.end() || it->second.ended || it->second.slot;
+    });
+  }
+  return status(id);
+}
+
+std::optional<CommandStatus> Supervisor::stop_and_wait(const std::string& id, std::chrono::milliseconds timeout) {
+  if (!stop(id)) return status(id);
+  return wait(id, timeout);
+}
+
+std::uint64_t Supervisor::subscribe(Listener l) {
+  std::lock_guard g(impl_->listeners_mu);
+  auto t = impl_->next_token++;
+  impl_->listeners.emplace_back(t, std::move(l));
+  return t;
+}
+
+void Supervisor::unsubscribe(std::uint64_t token) {
+  std::lock_guard g(impl_->listeners_mu);
+  std::erase_if(impl_->listeners, [&](auto& p) { return p.first == token; });
+}
+
+std::uint64_t Supervisor::add_timer(Clock::time_point when, TimerCallback cb) {
+  return impl_->loop->add_timer(when, std::move(cb));
+}
+
+bool Supervisor::cancel_timer(std::uint64_t token) { return impl_->loop->cancel_timer(token); }
+
+void Supervisor::post(std::function<void()> fn) { impl_->loop->post(std::move(fn)); }
+
+std::string Supervisor::mask(std::string_view text, const std::string& id) const {
+  std::vector<std::string> secrets;
+  {
+    std::lock_guard g(impl_->mu);
+    auto it = id.empty() ? impl_->records.end() : impl_->records.find(id);
+    secrets = impl_->secrets_of(it == impl_->records.end() ? nullptr : &it->second);
+  }
+  return mask_secrets(text, std::move(secrets));
+}
+
+}  // namespace sup

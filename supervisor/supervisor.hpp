@@ -1,0 +1,108 @@
+#pragma once
+// The supervisor: starts commands under per-command monitors, keeps their
+// records in a state directory (FORMAT.md) and tells subscribers what
+// happens. A facade over value snapshots: callers get copies, never
+// references into its tables. Thread-safe; one lock inside.
+//
+// Events (ended, output, removed, started) and timers run on one internal
+// event-loop thread, never under the supervisor's lock, so a listener may
+// call back into the Supervisor.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "supervisor/command_status.hpp"
+#include "supervisor/error.hpp"
+#include "supervisor/spec.hpp"
+
+namespace sup {
+
+struct SupervisorOptions {
+  std::string state_dir;          ///< created (0700) if missing
+  std::string monitor_path;       ///< the sbxfs-monitor executable; empty: default_monitor_path()
+  std::vector<std::string> secrets;  ///< values masked everywhere (--secrets-file)
+};
+
+/// sbxfs-monitor next to the running executable, else the build-time path.
+std::string default_monitor_path();
+
+enum class StartMode {
+  new_only,     ///< a taken name is already_exists
+  reuse_slot,   ///< the name may be an empty slot or an ended command (replaced); running: busy
+};
+
+struct Event {
+  enum class Kind { started, output, ready, ended, removed };
+  Kind kind;
+  std::string bg_id;
+};
+
+struct SupervisorInfo {
+  pid_t pid;
+  std::string started_at;
+  std::string state_dir;
+};
+
+class Supervisor {
+ public:
+  using Listener = std::function<void(const Event&)>;
+  using TimerCallback = std::function<void()>;
+  using Clock = std::chrono::steady_clock;
+
+  /// Opens (or creates) the state directory and takes back every command in it.
+  static Result<std::unique_ptr<Supervisor>> open(SupervisorOptions opts);
+  ~Supervisor();  ///< stops the event loop; running commands keep running
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  /// Starts a command; returns once it has exec'd (exec failure is an error here).
+  Result<CommandStatus> start(const StartSpec& spec, StartMode mode = StartMode::new_only);
+  /// Makes an empty named slot (`mkdir procs/NAME`).
+  Result<CommandStatus> create_slot(const std::string& name, uid_t owner_uid, pid_t owner_sid);
+  /// Asks the monitor to stop the whole tree (TERM, KILL after the grace).
+  /// Returns at once; an `ended` event follows. Ended or empty: succeeds, no-op.
+  Status stop(const std::string& id);
+  /// Sends `sig` to the whole tree; an ended command is no_such_process.
+  Status signal(const std::string& id, int sig);
+  /// Sets or replaces the ready condition of a running command; probing
+  /// restarts (a log condition searches from the start of the log).
+  Status set_ready(const std::string& id, const ReadyCondition& c);
+  /// Removes an ended command's (or empty slot's) record and logs; busy while running.
+  Status remove(const std::string& id);
+
+  std::optional<CommandStatus> status(const std::string& id) const;
+  /// Every record, in bgId order (auto ids sort in start order).
+  std::vector<CommandStatus> list() const;
+  SupervisorInfo info() const;
+
+  /// Blocks the calling thread until `id` has ended or `timeout` passed.
+  /// For library users and tests; the FUSE side parks requests instead.
+  std::optional<CommandStatus> wait(const std::string& id, std::chrono::milliseconds timeout);
+  /// stop() then wait().
+  std::optional<CommandStatus> stop_and_wait(const std::string& id, std::chrono::milliseconds timeout);
+
+  /// Listeners run on the event thread, in subscription order.
+  std::uint64_t subscribe(Listener l);
+  void unsubscribe(std::uint64_t token);
+
+  /// One-shot timer on the event thread.
+  std::uint64_t add_timer(Clock::time_point when, TimerCallback cb);
+  /// True when the timer was cancelled before it ran.
+  bool cancel_timer(std::uint64_t token);
+  /// Runs `fn` on the event thread soon.
+  void post(std::function<void()> fn);
+
+  /// Masks the global secrets and those of command `id` (empty id: global only).
+  std::string mask(std::string_view text, const std::string& id = "") const;
+
+ private:
+  struct Impl;
+  explicit Supervisor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sup
