@@ -1,0 +1,194 @@
+// Readiness: log, port and http conditions, given at start or set later.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "supervisor/ready_condition.hpp"
+#include "test_util.hpp"
+
+namespace sbxtest {
+namespace {
+
+int free_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+class ReadyTest : public SupervisorTest {
+ protected:
+  bool wait_ready(const std::string& id, std::chrono::milliseconds timeout = 10000ms) {
+    return wait_until([&] { auto s = sup_->status(id); return s && s->ready; }, timeout, 10ms);
+  }
+  sup::ReadyCondition cond(const std::string& text) {
+    auto c = sup::parse_ready_condition(text);
+    EXPECT_TRUE(c.ok()) << text;
+    return c.ok() ? c.value() : sup::ReadyCondition{};
+  }
+};
+
+TEST(ReadyConditionTest, ParsesWordsAndJson) {
+  auto p = sup::parse_ready_condition("port 3000\n");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->kind, sup::ReadyCondition::Kind::port);
+  EXPECT_EQ(p->port, 3000);
+  auto l = sup::parse_ready_condition("log ^Listening on .*:\\d+$");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->regex, "^Listening on .*:\\d+$");
+  auto h = sup::parse_ready_condition("http 8080 /health");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->path, "/health");
+  auto j = sup::parse_ready_condition(R"({"readyPort": 8080, "readyHttp": "/up"})");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(j->kind, sup::ReadyCondition::Kind::http);
+  EXPECT_EQ(j->describe(), "http 8080 /up");
+}
+
+TEST(ReadyConditionTest, RejectsBadInputWithReasons) {
+  for (const char* bad : {"port 0", "port 70000", "port x", "log (unclosed", "log", "http 80 health",
+                          "listen 80", "", R"({"readyHttp": "/x"})", R"({"readyPort": "80"})",
+                          R"({"bogus": 1})", "{not json"}) {
+    auto r = sup::parse_ready_condition(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, sup::Errc::invalid_argument) << bad;
+    EXPECT_FALSE(r.error().message.empty()) << bad;
+  }
+}
+
+TEST_F(ReadyTest, LogLineSplitAcrossTwoWritesMatches) {
+  auto spec = shell("printf 'serv'; sleep 0.2; printf 'er ready\\n'; sleep 30");
+  spec.ready = cond("log server ready");
+  auto st = sup_->start(spec);
+  ASSERT_TRUE(st.ok()) << describe(st.error());
+  EXPECT_FALSE(st->ready);
+  ASSERT_TRUE(wait_ready(st->bg_id));
+  auto s = sup_->status(st->bg_id);
+  EXPECT_FALSE(s->ready_at.empty());
+  EXPECT_TRUE(s->running);
+  EXPECT_EQ(s->to_json()["ready"], true);
+}
+
+TEST_F(ReadyTest, LinePrintedBeforeTheConditionWasSetCounts) {
+  auto st = sup_->start(shell("echo 'db up'; echo later; sleep 30"));
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(wait_for_text(st->log_file, "later"));
+  SBX_ASSERT_OK(sup_->set_ready(st->bg_id, cond("log ^db up$")));
+  EXPECT_TRUE(wait_ready(st->bg_id));
+}
+
+TEST_F(ReadyTest, CommandEndingFirstIsNotReady) {
+  auto spec = shell("echo nope; exit 4");
+  spec.ready = cond("log never-printed");
+  auto st = sup_->start(spec);
+  ASSERT_TRUE(st.ok());
+  auto end = wait_ended(st->bg_id);
+  ASSERT_TRUE(end);
+  EXPECT_FALSE(end->ready);
+  EXPECT_EQ(end->exit_code, 4);
+  EXPECT_EQ(end->to_json()["ready"], false);
+}
+
+TEST_F(ReadyTest, LastLineWithoutNewlineCountsAtTheEnd) {
+  auto spec = shell("printf 'done-no-newline'");
+  spec.ready = cond("log done-no-newline");
+  auto st = sup_->start(spec);
+  ASSERT_TRUE(st.ok());
+  auto end = wait_ended(st->bg_id);
+  ASSERT_TRUE(end);
+  EXPECT_TRUE(end->ready);
+}
+
+TEST_F(ReadyTest, HostileRegexAndFourMebibyteLineStayFast) {
+  // (a*)*b backtracks exponentially in std::regex; RE2 is linear.
+  auto spec = shell("head -c 4194304 /dev/zero | tr '\\000' a; echo; echo aaab; sleep 30");
+  spec.ready = cond("log ^(a*)*b$");
+  auto t0 = Clock::now();
+  auto st = sup_->start(spec);
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(wait_ready(st->bg_id, 20000ms));
+  EXPECT_LT(seconds_since(t0), 15.0);
+}
+
+TEST_F(ReadyTest, PortOpenedLate) {
+  int port = free_port();
+  auto spec = shell("sleep 0.3; exec python3 -c 'import socket,time\n"
+                    "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                    "s.bind((\"127.0.0.1\", " + std::to_string(port) + ")); s.listen(); time.sleep(30)'");
+  spec.ready = cond("port " + std::to_string(port));
+  auto st = sup_->start(spec);
+  ASSERT_TRUE(st.ok()) << describe(st.error());
+  EXPECT_FALSE(sup_->status(st->bg_id)->ready);
+  ASSERT_TRUE(wait_ready(st->bg_id));
+}
+
+TEST_F(ReadyTest, HttpAnswersOk) {
+  int port = free_port();
+  auto spec = shell("exec python3 -m http.server " + std::to_string(port) + " --bind 127.0.0.1");
+  spec.ready = cond("http " + std::to_string(port) + " /");
+  auto st = sup_->start(spec);
+  ASSERT_TRUE(st.ok()) << describe(st.error());
+  ASSERT_TRUE(wait_ready(st->bg_id, 15000ms));
+  EXPECT_EQ(sup_->status(st->bg_id)->ready_condition, "http " + std::to_string(port) + " /");
+}
+
+TEST_F(ReadyTest, HttpErrorStatusIsNotReady) {
+  int port = free_port();
+  // http.server answers 404 for a missing path: not ready, the probe keeps trying.
+  auto spec = shell("exec python3 -m http.server " + std::to_string(port) + " --bind 127.0.0.1");
+  spec.ready = cond("http " + std::to_string(port) + " /no-such-file");
+  auto st = sup_->start(spec);
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(wait_for_text(st->log_file, "404", 15000ms));
+  EXPECT_FALSE(sup_->status(st->bg_id)->ready);
+}
+
+TEST_F(ReadyTest, ReadyEventIsPublished) {
+  std::atomic<int> ready_events{0};
+  std::string id;
+  std::mutex mu;
+  auto token = sup_->subscribe([&](const sup::Event& e) {
+    std::lock_guard g(mu);
+    if (e.kind == sup::Event::Kind::ready && e.bg_id == id) ++ready_events;
+  });
+  {
+    std::lock_guard g(mu);
+    auto spec = shell("sleep 0.1; echo go; sleep 30");
+    spec.ready = cond("log go");
+    auto st = sup_->start(spec);
+    ASSERT_TRUE(st.ok());
+    id = st->bg_id;
+  }
+  EXPECT_TRUE(wait_until([&] { return ready_events.load() == 1; }, 10000ms));
+  sup_->unsubscribe(token);
+}
+
+TEST_F(ReadyTest, SetReadyOnEndedCommandIsNoSuchProcess) {
+  auto st = sup_->start(shell("true"));
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(wait_ended(st->bg_id));
+  auto r = sup_->set_ready(st->bg_id, cond("port 80"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, sup::Errc::no_such_process);
+}
+
+TEST_F(ReadyTest, ReadinessSurvivesReopen) {
+  auto spec = shell("echo up; sleep 30", "srv");
+  spec.ready = cond("log up");
+  auto st = sup_->start(spec);
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(wait_ready("srv"));
+  reopen();
+  auto s = sup_->status("srv");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->ready);
+  EXPECT_EQ(s->ready_condition, "log up");
+}
+
+}  // namespace
+}  // namespace sbxtest

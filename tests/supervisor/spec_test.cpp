@@ -1,0 +1,296 @@
+// Request parsing: plain text, JSON with every DESIGN.md key, and every way
+// a request can be malformed (each an invalid_argument naming the problem).
+#include <algorithm>
+#include <cctype>
+#include <initializer_list>
+#include <string>
+
+#include "tests/supervisor/test_util.hpp"
+
+namespace {
+
+using nlohmann::json;
+using sup::Errc;
+using sbxtest::describe;
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The result is invalid_argument and its message mentions one of `needles`
+// (case-insensitive).
+template <class T>
+::testing::AssertionResult IsInvalid(const sup::Result<T>& r, std::initializer_list<const char*> needles) {
+  if (r.ok()) return ::testing::AssertionFailure() << "accepted";
+  if (r.error().code != Errc::invalid_argument)
+    return ::testing::AssertionFailure() << "wrong code: " << describe(r.error());
+  const std::string msg = lower(r.error().message);
+  if (needles.size() == 0) {
+    if (msg.empty()) return ::testing::AssertionFailure() << "empty message";
+    return ::testing::AssertionSuccess();
+  }
+  for (const char* n : needles)
+    if (msg.find(lower(n)) != std::string::npos) return ::testing::AssertionSuccess();
+  std::string want;
+  for (const char* n : needles) want += std::string(" '") + n + "'";
+  return ::testing::AssertionFailure() << "message \"" << r.error().message << "\" names none of" << want;
+}
+
+sup::Result<sup::StartSpec> parse_json_text(const std::string& text, const std::string& cwd = "/tmp") {
+  return sup::parse_json_request(json::parse(text), cwd);
+}
+
+std::vector<std::string> sh_argv(const std::string& cmd) { return {"/bin/sh", "-c", cmd}; }
+
+// ---- plain text -------------------------------------------------------------
+
+TEST(ParseText, TrailingNewlineIsDropped) {
+  auto r = sup::parse_text_request("echo hi\n", "/tmp");
+  SBX_ASSERT_OK(r);
+  ASSERT_TRUE(r->shell.has_value());
+  EXPECT_EQ(*r->shell, "echo hi");
+  EXPECT_TRUE(r->argv.empty());
+  EXPECT_EQ(r->cwd, "/tmp");
+  EXPECT_EQ(r->effective_argv(), sh_argv("echo hi"));
+  EXPECT_TRUE(r->name.empty());
+  EXPECT_FALSE(r->timeout_sec.has_value());
+  EXPECT_DOUBLE_EQ(r->stop_grace_sec, 5);
+}
+
+TEST(ParseText, WithoutNewlineIsKeptAsIs) {
+  auto r = sup::parse_text_request("printf '%s' \"$X\"", "/");
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->shell.value_or(""), "printf '%s' \"$X\"");
+  EXPECT_EQ(r->cwd, "/");
+}
+
+TEST(ParseText, OnlyOneTrailingNewlineIsDropped) {
+  auto r = sup::parse_text_request("echo a\necho b\n\n", "/tmp");
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->shell.value_or(""), "echo a\necho b\n");
+}
+
+TEST(ParseText, EmptyCommandIsInvalid) {
+  EXPECT_TRUE(IsInvalid(sup::parse_text_request("", "/tmp"), {"empty", "command"}));
+  EXPECT_TRUE(IsInvalid(sup::parse_text_request("\n", "/tmp"), {"empty", "command"}));
+  EXPECT_TRUE(IsInvalid(sup::parse_request("", "/tmp"), {"empty", "command"}));
+}
+
+// ---- parse_request picks the form ------------------------------------------
+
+TEST(ParseRequest, JsonWhenFirstNonBlankIsBrace) {
+  auto r = sup::parse_request("  \n\t{\"cmd\": \"make -j4\"}\n", "/tmp");
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->shell.value_or(""), "make -j4");
+  EXPECT_EQ(r->effective_argv(), sh_argv("make -j4"));
+}
+
+TEST(ParseRequest, TextOtherwise) {
+  auto r = sup::parse_request("echo {\"cmd\": 1}\n", "/tmp");
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->shell.value_or(""), "echo {\"cmd\": 1}");
+}
+
+TEST(ParseRequest, MalformedJsonIsInvalid) {
+  EXPECT_TRUE(IsInvalid(sup::parse_request("{\"cmd\": \"x\"", "/tmp"), {}));
+  EXPECT_TRUE(IsInvalid(sup::parse_request("{ not json }", "/tmp"), {}));
+}
+
+// ---- JSON -------------------------------------------------------------------
+
+TEST(ParseJson, EveryKey) {
+  auto r = parse_json_text(R"({
+      "argv": ["/bin/echo", "a b", "$HOME"],
+      "cwd": "/srv",
+      "env": {"A": "1", "B": ""},
+      "secretEnv": {"TOKEN": "s3cret"},
+      "note": "a note",
+      "name": "web-1",
+      "timeoutSec": 2.5,
+      "stopGraceSec": 0})");
+  SBX_ASSERT_OK(r);
+  const auto& s = r.value();
+  EXPECT_EQ(s.argv, (std::vector<std::string>{"/bin/echo", "a b", "$HOME"}));
+  EXPECT_FALSE(s.shell.has_value());
+  EXPECT_EQ(s.effective_argv(), s.argv);
+  EXPECT_EQ(s.cwd, "/srv");
+  EXPECT_EQ(s.env, (std::map<std::string, std::string>{{"A", "1"}, {"B", ""}}));
+  EXPECT_EQ(s.secret_env, (std::map<std::string, std::string>{{"TOKEN", "s3cret"}}));
+  EXPECT_EQ(s.note, "a note");
+  EXPECT_EQ(s.name, "web-1");
+  ASSERT_TRUE(s.timeout_sec.has_value());
+  EXPECT_DOUBLE_EQ(*s.timeout_sec, 2.5);
+  EXPECT_DOUBLE_EQ(s.stop_grace_sec, 0);
+}
+
+TEST(ParseJson, CmdFormAndDefaults) {
+  auto r = parse_json_text(R"({"cmd": "make -j4"})", "/work/app");
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->shell.value_or(""), "make -j4");
+  EXPECT_TRUE(r->argv.empty());
+  EXPECT_EQ(r->effective_argv(), sh_argv("make -j4"));
+  EXPECT_EQ(r->cwd, "/work/app");  // default_cwd fills a missing cwd
+  EXPECT_TRUE(r->env.empty());
+  EXPECT_TRUE(r->secret_env.empty());
+  EXPECT_TRUE(r->note.empty());
+  EXPECT_TRUE(r->name.empty());
+  EXPECT_FALSE(r->timeout_sec.has_value());
+  EXPECT_DOUBLE_EQ(r->stop_grace_sec, 5);
+}
+
+TEST(ParseJson, IntegerSecondsAreNumbers) {
+  auto r = parse_json_text(R"({"cmd": "x", "timeoutSec": 60, "stopGraceSec": 1})");
+  SBX_ASSERT_OK(r);
+  EXPECT_DOUBLE_EQ(r->timeout_sec.value_or(0), 60);
+  EXPECT_DOUBLE_EQ(r->stop_grace_sec, 1);
+}
+
+// DESIGN.md lists readyPort/readyLog/readyHttp as request keys; spec.hpp says
+// they are left to the caller. Either way they must not be "unknown keys".
+TEST(ParseJson, ReadyKeysAreNotRejected) {
+  SBX_EXPECT_OK(parse_json_text(R"({"cmd": "x", "readyPort": 3000, "readyHttp": "/health"})"));
+  SBX_EXPECT_OK(parse_json_text(R"({"cmd": "x", "readyLog": "listening on [0-9]+"})"));
+}
+
+TEST(ParseJson, UnknownKeyIsNamed) {
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "bogusKey": 1})"), {"bogusKey"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "timeout": 5})"), {"timeout"}));
+}
+
+TEST(ParseJson, NotAnObject) {
+  EXPECT_TRUE(IsInvalid(sup::parse_json_request(json::array({"echo"}), "/tmp"), {}));
+  EXPECT_TRUE(IsInvalid(sup::parse_json_request(json("echo"), "/tmp"), {}));
+}
+
+TEST(ParseJson, WrongTypesNameTheKey) {
+  struct Case {
+    const char* text;
+    const char* key;
+  };
+  const Case cases[] = {
+      {R"({"argv": "/bin/echo hi"})", "argv"},
+      {R"({"argv": ["/bin/echo", 1]})", "argv"},
+      {R"({"argv": [null]})", "argv"},
+      {R"({"cmd": 5})", "cmd"},
+      {R"({"cmd": ["echo"]})", "cmd"},
+      {R"({"cmd": "x", "cwd": 5})", "cwd"},
+      {R"({"cmd": "x", "env": ["A=1"]})", "env"},
+      {R"({"cmd": "x", "env": {"A": 1}})", "env"},
+      {R"({"cmd": "x", "secretEnv": {"T": true}})", "secretEnv"},
+      {R"({"cmd": "x", "secretEnv": "T=1"})", "secretEnv"},
+      {R"({"cmd": "x", "note": 1})", "note"},
+      {R"({"cmd": "x", "name": 7})", "name"},
+      {R"({"cmd": "x", "timeoutSec": "10"})", "timeoutSec"},
+      {R"({"cmd": "x", "timeoutSec": true})", "timeoutSec"},
+      {R"({"cmd": "x", "stopGraceSec": "1"})", "stopGraceSec"},
+  };
+  for (const auto& c : cases) EXPECT_TRUE(IsInvalid(parse_json_text(c.text), {c.key})) << c.text;
+}
+
+TEST(ParseJson, ExactlyOneOfArgvAndCmd) {
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "argv": ["/bin/true"]})"), {"argv", "cmd"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cwd": "/tmp"})"), {"argv", "cmd"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({})"), {"argv", "cmd"}));
+}
+
+TEST(ParseJson, EmptyCommand) {
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": ""})"), {"empty", "cmd"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"argv": []})"), {"empty", "argv"}));
+}
+
+TEST(ParseJson, TimeoutMustBePositive) {
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "timeoutSec": 0})"), {"timeoutSec"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "timeoutSec": -1})"), {"timeoutSec"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "timeoutSec": -0.001})"), {"timeoutSec"}));
+  auto r = parse_json_text(R"({"cmd": "x", "timeoutSec": 0.3})");
+  SBX_ASSERT_OK(r);
+  EXPECT_DOUBLE_EQ(r->timeout_sec.value_or(0), 0.3);
+}
+
+TEST(ParseJson, StopGraceMustNotBeNegative) {
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "stopGraceSec": -0.5})"), {"stopGraceSec"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "stopGraceSec": -1})"), {"stopGraceSec"}));
+  SBX_EXPECT_OK(parse_json_text(R"({"cmd": "x", "stopGraceSec": 0})"));
+}
+
+TEST(ParseJson, BadNameIsRejected) {
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "name": "a/b"})"), {"name", "a/b"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "name": ".."})"), {"name", ".."}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "name": ""})"), {"name"}));
+}
+
+// ---- names ------------------------------------------------------------------
+
+TEST(ValidateName, Accepts) {
+  for (const std::string& n : {std::string("a"), std::string("web-1"), std::string("A.b_C-9"),
+                               std::string("0001"), std::string(64, 'x')})
+    SBX_EXPECT_OK(sup::validate_name(n)) << n;
+}
+
+TEST(ValidateName, Rejects) {
+  const std::string bad[] = {
+      "",
+      ".",
+      "..",
+      "a/b",
+      "/abs",
+      std::string(65, 'x'),
+      "a\nb",
+      "tab\there",
+      std::string("nul\0x", 5),
+      "\x01",
+      "del\x7f",
+      "a b",
+      "caf\xc3\xa9",
+  };
+  for (const auto& n : bad) {
+    auto r = sup::validate_name(n);
+    ASSERT_FALSE(r.ok()) << "accepted name \"" << n << "\"";
+    EXPECT_EQ(r.error().code, Errc::invalid_argument) << n;
+    EXPECT_FALSE(r.error().message.empty()) << n;
+  }
+}
+
+// ---- spec.json round trip ---------------------------------------------------
+
+TEST(SpecJson, RoundTripArgv) {
+  sup::StartSpec s;
+  s.argv = {"/bin/echo", "a b", ""};
+  s.cwd = "/tmp";
+  s.env = {{"A", "1"}};
+  s.secret_env = {{"TOKEN", "s3cret"}};
+  s.note = "n";
+  s.name = "web-1";
+  s.timeout_sec = 1.5;
+  s.stop_grace_sec = 0.25;
+  s.requester_sid = 1234;
+  auto r = sup::spec_from_json(sup::spec_to_json(s));
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->argv, s.argv);
+  EXPECT_FALSE(r->shell.has_value());
+  EXPECT_EQ(r->cwd, s.cwd);
+  EXPECT_EQ(r->env, s.env);
+  EXPECT_EQ(r->secret_env, s.secret_env);
+  EXPECT_EQ(r->note, s.note);
+  EXPECT_EQ(r->name, s.name);
+  EXPECT_EQ(r->timeout_sec, s.timeout_sec);
+  EXPECT_DOUBLE_EQ(r->stop_grace_sec, s.stop_grace_sec);
+  EXPECT_EQ(r->requester_sid, s.requester_sid);
+}
+
+TEST(SpecJson, ShellFormStoresShellAndArgv) {
+  sup::StartSpec s;
+  s.shell = "make && make test";
+  s.cwd = "/tmp";
+  json j = sup::spec_to_json(s);
+  EXPECT_EQ(j.value("shell", ""), "make && make test");
+  EXPECT_EQ(j["argv"], json(sh_argv("make && make test")));
+  auto r = sup::spec_from_json(j);
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->shell.value_or(""), "make && make test");
+  EXPECT_EQ(r->effective_argv(), sh_argv("make && make test"));
+  EXPECT_FALSE(r->timeout_sec.has_value());
+}
+
+}  // namespace

@@ -1,0 +1,380 @@
+// Starting commands: what a started command sees (argv, env, secrets, cwd),
+// what its record says, and that a failed start leaves nothing behind.
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "tests/supervisor/test_util.hpp"
+
+namespace {
+
+using namespace sbxtest;
+using sup::Errc;
+
+class StartTest : public SupervisorTest {
+ protected:
+  // Starting `spec` fails with `code`, and nothing is created: no record, no
+  // folder under STATE/procs, no process.
+  void ExpectStartFails(const sup::StartSpec& spec, Errc code,
+                        sup::StartMode mode = sup::StartMode::new_only) {
+    const auto ids_before = ids_of(sup_->list());
+    const auto dirs_before = dir_entries(procs_dir());
+    const auto procs_before = marked();
+    auto r = sup_->start(spec, mode);
+    ASSERT_FALSE(r.ok()) << "started " << r->bg_id << " pid " << r->pid;
+    EXPECT_EQ(r.error().code, code) << r.error().message;
+    EXPECT_FALSE(r.error().message.empty());
+    EXPECT_EQ(ids_of(sup_->list()), ids_before);
+    EXPECT_EQ(dir_entries(procs_dir()), dirs_before);
+    auto procs_after = marked();
+    std::sort(procs_after.begin(), procs_after.end());
+    auto expected = procs_before;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(procs_after, expected) << pids_to_string(procs_after);
+  }
+};
+
+TEST_F(StartTest, StateDirIsCreatedPrivate) {
+  struct stat st;
+  ASSERT_EQ(::stat(state_dir().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  auto info = sup_->info();
+  EXPECT_EQ(info.pid, ::getpid());
+  EXPECT_FALSE(info.started_at.empty());
+}
+
+TEST_F(StartTest, ReturnsRunningWithLivePid) {
+  auto r = sup_->start(shell("sleep 30"));
+  SBX_ASSERT_OK(r);
+  const auto& st = r.value();
+  EXPECT_FALSE(st.bg_id.empty());
+  EXPECT_EQ(st.state, "running");
+  EXPECT_TRUE(st.running);
+  ASSERT_GT(st.pid, 0);
+  EXPECT_TRUE(process_alive(st.pid));
+  EXPECT_FALSE(st.started_at.empty());
+  EXPECT_TRUE(st.finished_at.empty());
+  EXPECT_FALSE(st.exit_code.has_value());
+  EXPECT_EQ(st.cmd, "sleep 30");
+  EXPECT_EQ(st.argv, (std::vector<std::string>{"/bin/sh", "-c", "sleep 30"}));
+  EXPECT_EQ(st.cwd, work_.path());
+  EXPECT_FALSE(st.log_file.empty());
+  EXPECT_FALSE(st.error.has_value());
+  // The record is there at once, in status() and list().
+  auto s2 = sup_->status(st.bg_id);
+  ASSERT_TRUE(s2.has_value());
+  EXPECT_TRUE(s2->running);
+  EXPECT_EQ(s2->pid, st.pid);
+  EXPECT_EQ(ids_of(sup_->list()), std::vector<std::string>{st.bg_id});
+  // started_at is ISO-8601 UTC with milliseconds.
+  EXPECT_EQ(st.started_at.size(), std::string("2026-11-29T22:15:47.123Z").size()) << st.started_at;
+  EXPECT_EQ(st.started_at.back(), 'Z');
+  auto j = st.to_json();
+  EXPECT_EQ(j.value("bgId", ""), st.bg_id);
+  EXPECT_EQ(j.value("running", false), true);
+  EXPECT_EQ(j.value("pid", 0), st.pid);
+}
+
+TEST_F(StartTest, ExitCodeIsRecorded) {
+  auto r = sup_->start(shell("exit 3"));
+  SBX_ASSERT_OK(r);
+  auto st = wait_ended(r->bg_id);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->state, "exited");
+  EXPECT_FALSE(st->running);
+  EXPECT_EQ(st->exit_code, 3);
+  EXPECT_EQ(st->end_reason, "exited");
+  EXPECT_TRUE(st->signal.empty()) << st->signal;
+  EXPECT_FALSE(st->timed_out);
+  EXPECT_FALSE(st->finished_at.empty());
+  EXPECT_GE(st->finished_at, st->started_at);
+  auto j = st->to_json();
+  EXPECT_EQ(j.value("exitCode", 0), 3);
+  EXPECT_EQ(j.value("endReason", ""), "exited");
+  EXPECT_EQ(j.value("state", ""), "exited");
+}
+
+TEST_F(StartTest, ExitZero) {
+  auto r = sup_->start(argv({"/bin/true"}));
+  SBX_ASSERT_OK(r);
+  auto st = wait_ended(r->bg_id);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->exit_code, 0);
+  EXPECT_EQ(st->end_reason, "exited");
+}
+
+TEST_F(StartTest, ArgvRunsWithoutShell) {
+  const std::vector<std::string> args = {"/bin/echo", "a  b", "$HOME", "*", "'q'"};
+  auto r = sup_->start(argv(args));
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->argv, args);
+  auto st = wait_ended(r->bg_id);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->exit_code, 0);
+  EXPECT_EQ(read_file(st->stdout_file), "a  b $HOME * 'q'\n");
+}
+
+TEST_F(StartTest, ArgvRootIsTheProgramItself) {
+  auto r = sup_->start(argv({"/bin/sleep", "30"}));
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(proc_cmdline(r->pid), std::string("/bin/sleep\0" "30\0", 14));
+}
+
+TEST_F(StartTest, EnvOverlay) {
+  auto spec = shell("printf '%s|%s|%s' \"$FOO\" \"$HOME\" \"$PATH\"");
+  spec.env["FOO"] = "bar baz";
+  spec.env["HOME"] = "/nowhere";
+  auto r = sup_->start(spec);
+  SBX_ASSERT_OK(r);
+  auto st = wait_ended(r->bg_id);
+  ASSERT_TRUE(st);
+  const char* path = std::getenv("PATH");
+  EXPECT_EQ(read_file(st->stdout_file), std::string("bar baz|/nowhere|") + (path ? path : ""));
+}
+
+TEST_F(StartTest, SecretEnvIsSeenButMasked) {
+  const std::string secret = "tok-s3cr3t-4711";
+  auto spec = shell("printf '%s' \"$TOKEN\"; : " + secret);
+  spec.secret_env["TOKEN"] = secret;
+  auto r = sup_->start(spec);
+  SBX_ASSERT_OK(r);
+  auto st = wait_ended(r->bg_id);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->exit_code, 0);
+  // The command sees the value; the raw file in the state dir is unchanged.
+  EXPECT_EQ(read_file(st->stdout_file), secret);
+  // Everything shown is masked.
+  EXPECT_EQ(st->cmd, "printf '%s' \"$TOKEN\"; : ****");
+  EXPECT_EQ(st->cmd_full, "printf '%s' \"$TOKEN\"; : ****");
+  EXPECT_EQ(st->argv, (std::vector<std::string>{"/bin/sh", "-c", "printf '%s' \"$TOKEN\"; : ****"}));
+  EXPECT_EQ(st->to_json().dump().find(secret), std::string::npos) << st->to_json().dump();
+  EXPECT_EQ(r->to_json().dump().find(secret), std::string::npos);
+  EXPECT_EQ(sup_->mask("x " + secret + " y", st->bg_id), "x **** y");
+  // mask() without an id knows only the global secrets (none here).
+  EXPECT_EQ(sup_->mask("x " + secret + " y"), "x " + secret + " y");
+}
+
+TEST_F(StartTest, SecretInArgvIsMasked) {
+  const std::string secret = "pw-98765-zz";
+  auto spec = argv({"/bin/echo", secret, "--token=" + secret});
+  spec.secret_env["PW"] = secret;
+  auto r = sup_->start(spec);
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->argv, (std::vector<std::string>{"/bin/echo", "****", "--token=****"}));
+  EXPECT_EQ(r->cmd.find(secret), std::string::npos) << r->cmd;
+  EXPECT_EQ(r->cmd_full.find(secret), std::string::npos) << r->cmd_full;
+  auto st = wait_ended(r->bg_id);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(read_file(st->stdout_file), secret + " --token=" + secret + "\n");
+}
+
+TEST_F(StartTest, CmdIsFirst120Chars) {
+  std::string text = "echo ";
+  while (text.size() < 300) text += "0123456789";
+  auto r = sup_->start(shell(text));
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->cmd, text.substr(0, 120));
+  EXPECT_EQ(r->cmd_full, text);
+  ASSERT_TRUE(wait_ended(r->bg_id));
+}
+
+TEST_F(StartTest, CwdIsHonoured) {
+  const std::string dir = work_ / "sub dir";
+  fs::create_directories(dir);
+  auto spec = shell("pwd -P");
+  spec.cwd = dir;
+  auto r = sup_->start(spec);
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->cwd, dir);
+  auto st = wait_ended(r->bg_id);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(read_file(st->stdout_file), fs::canonical(dir).string() + "\n");
+}
+
+TEST_F(StartTest, MissingCwdIsNotFound) {
+  auto spec = shell("true");
+  spec.cwd = work_ / "does-not-exist";
+  ExpectStartFails(spec, Errc::not_found);
+}
+
+TEST_F(StartTest, CwdFileIsNotADirectory) {
+  write_file(work_ / "a-file", "x");
+  auto spec = shell("true");
+  spec.cwd = work_ / "a-file";
+  ExpectStartFails(spec, Errc::not_a_directory);
+}
+
+TEST_F(StartTest, MissingProgramIsNotFound) {
+  ExpectStartFails(argv({work_ / "no-such-program"}), Errc::not_found);
+  ExpectStartFails(argv({"/nonexistent/dir/prog", "x"}), Errc::not_found);
+}
+
+TEST_F(StartTest, NotExecutableIsPermissionDenied) {
+  const std::string script = work_ / "script.sh";
+  write_file(script, "#!/bin/sh\necho hi\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0644), 0);
+  ExpectStartFails(argv({script}), Errc::permission_denied);
+  ExpectStartFails(argv({work_.path()}), Errc::permission_denied);  // a directory
+}
+
+TEST_F(StartTest, TakenNameIsAlreadyExists) {
+  auto first = sup_->start(shell("sleep 30", "dup"));
+  SBX_ASSERT_OK(first);
+  EXPECT_EQ(first->bg_id, "dup");
+  EXPECT_TRUE(first->named);
+  ExpectStartFails(shell("sleep 30", "dup"), Errc::already_exists);
+  ExpectStartFails(argv({"/bin/true"}, "dup"), Errc::already_exists);
+  // The first one is untouched.
+  auto st = sup_->status("dup");
+  ASSERT_TRUE(st);
+  EXPECT_TRUE(st->running);
+  EXPECT_EQ(st->pid, first->pid);
+  EXPECT_TRUE(process_alive(first->pid));
+}
+
+TEST_F(StartTest, EndedNameIsStillTakenForNewOnly) {
+  auto first = sup_->start(shell("exit 0", "once"));
+  SBX_ASSERT_OK(first);
+  ASSERT_TRUE(wait_ended("once"));
+  ExpectStartFails(shell("true", "once"), Errc::already_exists);
+}
+
+TEST_F(StartTest, InvalidSpecsAreRejected) {
+  {
+    SCOPED_TRACE("bad names");
+    ExpectStartFails(shell("true", "a/b"), Errc::invalid_argument);
+    ExpectStartFails(shell("true", ".."), Errc::invalid_argument);
+  }
+  {
+    SCOPED_TRACE("neither argv nor shell");
+    auto none = shell("true");
+    none.shell.reset();
+    ExpectStartFails(none, Errc::invalid_argument);
+  }
+  {
+    SCOPED_TRACE("empty shell text");
+    ExpectStartFails(shell(""), Errc::invalid_argument);
+  }
+  {
+    SCOPED_TRACE("bad timeouts");
+    auto t = shell("true");
+    t.timeout_sec = 0;
+    ExpectStartFails(t, Errc::invalid_argument);
+    auto g = shell("true");
+    g.stop_grace_sec = -1;
+    ExpectStartFails(g, Errc::invalid_argument);
+  }
+}
+
+// StartSpec: "exactly one of argv / shell".
+TEST_F(StartTest, BothArgvAndShellIsInvalid) {
+  auto both = argv({"/bin/echo", "from-argv"});
+  both.shell = "echo from-shell";
+  ExpectStartFails(both, Errc::invalid_argument);
+}
+
+TEST_F(StartTest, AutoIdsAreShortAndSortInStartOrder) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; ++i) {
+    auto r = sup_->start(argv({"/bin/true"}));
+    SBX_ASSERT_OK(r);
+    EXPECT_LE(r->bg_id.size(), 8u) << r->bg_id;
+    SBX_EXPECT_OK(sup::validate_name(r->bg_id));
+    ids.push_back(r->bg_id);
+  }
+  auto sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, ids);
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "duplicate id";
+  EXPECT_EQ(ids_of(sup_->list()), ids);
+  std::set<std::uint64_t> serials;
+  for (const auto& c : sup_->list()) serials.insert(c.serial);
+  EXPECT_EQ(serials.size(), ids.size()) << "serials are not unique";
+  for (const auto& id : ids) ASSERT_TRUE(wait_ended(id));
+}
+
+TEST_F(StartTest, RecordFolderFollowsFormat) {
+  auto r = sup_->start(shell("echo out; echo err >&2", "fmt"));
+  SBX_ASSERT_OK(r);
+  ASSERT_TRUE(wait_ended("fmt"));
+  const std::string dir = record_dir("fmt");
+  auto spec = read_json(dir + "/spec.json");
+  ASSERT_TRUE(spec) << read_file(dir + "/spec.json");
+  EXPECT_EQ(spec->value("bgId", ""), "fmt");
+  EXPECT_EQ(spec->value("shell", ""), "echo out; echo err >&2");
+  auto mon = read_json(dir + "/monitor.json");
+  ASSERT_TRUE(mon) << read_file(dir + "/monitor.json");
+  EXPECT_EQ(mon->value("pid", 0), r->pid);
+  EXPECT_TRUE(mon->contains("monitorPid"));
+  auto ex = read_json(dir + "/exit.json");
+  ASSERT_TRUE(ex) << read_file(dir + "/exit.json");
+  EXPECT_EQ(ex->value("exitCode", -2), 0);
+  EXPECT_EQ(ex->value("endReason", ""), "exited");
+  EXPECT_EQ(read_file(dir + "/stdout"), "out\n");
+  EXPECT_EQ(read_file(dir + "/stderr"), "err\n");
+  EXPECT_FALSE(file_exists(procs_dir() + "/.new-fmt"));
+}
+
+// ---- named slots, reuse and remove -------------------------------------------
+
+TEST_F(StartTest, NamedSlotIsFilledByReuseSlot) {
+  auto slot = sup_->create_slot("web", ::getuid(), ::getsid(0));
+  SBX_ASSERT_OK(slot);
+  EXPECT_EQ(slot->state, "empty");
+  EXPECT_FALSE(slot->running);
+  EXPECT_TRUE(slot->named);
+  ExpectStartFails(shell("sleep 30", "web"), Errc::already_exists, sup::StartMode::new_only);
+  auto r = sup_->start(shell("sleep 30", "web"), sup::StartMode::reuse_slot);
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(r->bg_id, "web");
+  EXPECT_TRUE(r->running);
+  // Running: busy, even for reuse_slot.
+  ExpectStartFails(shell("true", "web"), Errc::busy, sup::StartMode::reuse_slot);
+  auto stopped = sup_->stop_and_wait("web", 10000ms);
+  ASSERT_TRUE(stopped);
+  ASSERT_FALSE(stopped->running);
+  // Ended: replaced.
+  auto again = sup_->start(shell("exit 9", "web"), sup::StartMode::reuse_slot);
+  SBX_ASSERT_OK(again);
+  EXPECT_NE(again->pid, r->pid);
+  auto st = wait_ended("web");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->exit_code, 9);
+  EXPECT_EQ(ids_of(sup_->list()), std::vector<std::string>{"web"});
+}
+
+TEST_F(StartTest, CreateSlotTwiceIsAlreadyExists) {
+  SBX_ASSERT_OK(sup_->create_slot("s1", ::getuid(), ::getsid(0)));
+  auto r = sup_->create_slot("s1", ::getuid(), ::getsid(0));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::already_exists);
+  auto bad = sup_->create_slot("a/b", ::getuid(), ::getsid(0));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::invalid_argument);
+}
+
+TEST_F(StartTest, RemoveEndedAndBusyWhileRunning) {
+  auto run = sup_->start(shell("sleep 30", "running"));
+  SBX_ASSERT_OK(run);
+  auto busy = sup_->remove("running");
+  ASSERT_FALSE(busy.ok());
+  EXPECT_EQ(busy.error().code, Errc::busy);
+  EXPECT_TRUE(sup_->status("running").has_value());
+
+  auto done = sup_->start(shell("echo bye", "done"));
+  SBX_ASSERT_OK(done);
+  ASSERT_TRUE(wait_ended("done"));
+  SBX_ASSERT_OK(sup_->remove("done"));
+  EXPECT_FALSE(sup_->status("done").has_value());
+  EXPECT_EQ(ids_of(sup_->list()), std::vector<std::string>{"running"});
+  EXPECT_FALSE(file_exists(record_dir("done")));
+
+  auto missing = sup_->remove("done");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, Errc::not_found);
+}
+
+}  // namespace
