@@ -126,6 +126,7 @@ void EventLoop::run() {
       }
       due.swap(posted_);
       auto now = Clock::now();
+      // Timers after posted tasks, before fds (see below).
       while (!timer_order_.empty() && timer_order_.begin()->first <= now) {
         auto id = timer_order_.begin()->second;
         timer_order_.erase(timer_order_.begin());
@@ -135,8 +136,10 @@ void EventLoop::run() {
       }
       rearm_timer();
     }
-    for (auto& t : ready) (*t)();
+    // Posted tasks first: they were queued before whatever the fds report
+    // in this round (a start's "started" before its monitor's exit).
     for (auto& t : due) t();
+    for (auto& t : ready) (*t)();
   }
 }
 

@@ -276,7 +276,7 @@ void Supervisor::Impl::save_ready(const Record& r) const {
             {"ready", r.ready},
             {"readyAt", r.ready_at.empty() ? json(nullptr) : json(r.ready_at)}};
   // No fsync: readiness is re-probed after a crash if this is lost.
-  (void)write_file_atomic(dir_of(r.id) + "/ready.json", j.dump() + "\n", false);
+  (void)write_file_atomic(dir_of(r.id) + "/ready.json", j.dump() + "\n");
 }
 
 void Supervisor::Impl::start_probe(const std::string& id) {
@@ -418,6 +418,8 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
     if (it == records.end() || it->second.ended || it->second.slot) return;
     m = it->second.monitor;
   }
+  // A command that ended before its probe ran still gets its log checked.
+  if (!probes.count(id)) start_probe(id);
   if (auto pr = probes.find(id); pr != probes.end()) {
     auto probe = pr->second;  // finish() may mark ready, which erases it later
     probe->finish();
@@ -803,15 +805,16 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
     r.monitor = m;
     r.ready_cond = spec.ready;
     auto [it, _] = I.records.insert_or_assign(id, std::move(r));
+    // Queued before the monitor's pidfd is watched, so it is told first.
+    I.emit(Event::Kind::started, id);
+    if (spec.ready) I.loop->post([&I, id] { I.start_probe(id); });
     I.watch_running(it->second);
     out = I.snapshot(it->second);
   }
-  if (spec.ready) I.loop->post([&I, id] { I.start_probe(id); });
   {
     std::lock_guard g(I.cpu_mu);
     I.cpu.erase(id);
   }
-  I.emit(Event::Kind::started, id);
   return out;
 }
 
