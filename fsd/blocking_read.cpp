@@ -1,0 +1,49 @@
+#include "fsd/blocking_read.hpp"
+
+#include <cerrno>
+#include <poll.h>
+
+namespace fsd {
+
+BlockingReadHandle::~BlockingReadHandle() { fs_.parked().unwatch(this); }
+
+Reply BlockingReadHandle::read(fuse_req_t req, std::size_t size, off_t off) {
+  {
+    std::lock_guard g(mu_);
+    if (answer_) return Reply::slice(*answer_, off, size);
+  }
+  // The kernel sends no release while this read is unanswered, so `this`
+  // outlives the parked request.
+  fs_.parked().park(req, id_, until_, fs_.config().wait_timeout,
+                    [this, size, off](ParkedRequests::Outcome why) { return answer(why, size, off); });
+  return Reply::parked();
+}
+
+Reply BlockingReadHandle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events) {
+  bool ready;
+  {
+    std::lock_guard g(mu_);
+    ready = answer_.has_value();
+  }
+  if (ready) {
+    if (ph) fuse_pollhandle_destroy(ph);
+  } else if (ph) {
+    ready = fs_.parked().watch(this, id_, until_, ph);
+  } else {
+    const std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
+    ready = !st || !st->running || (until_ == ParkedRequests::Until::ready && st->ready);
+  }
+  return Reply::poll(ready ? (events & (POLLIN | POLLRDNORM)) : 0);
+}
+
+Reply BlockingReadHandle::answer(ParkedRequests::Outcome why, std::size_t size, off_t off) {
+  std::lock_guard g(mu_);
+  if (!answer_) {
+    const std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
+    if (!st || why == ParkedRequests::Outcome::gone) return Reply::error(ENOENT);
+    answer_ = build(*st, why);
+  }
+  return Reply::slice(*answer_, off, size);
+}
+
+}  // namespace fsd

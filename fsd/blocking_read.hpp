@@ -1,0 +1,42 @@
+#pragma once
+// The machinery shared by `wait` and `ready`: the first read blocks (parked,
+// no thread held) until something holds for a command, or the cap runs out;
+// its answer is then fixed for this open file and served by offset, then EOF.
+// An interrupted read gets EINTR at once and the retry blocks again.
+// poll(): readable once the answer is ready.
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "fsd/filesystem.hpp"
+#include "fsd/handle.hpp"
+#include "fsd/parked_requests.hpp"
+
+namespace fsd {
+
+class BlockingReadHandle : public Handle {
+ public:
+  BlockingReadHandle(Filesystem& fs, std::string id, Requester reader, ParkedRequests::Until until)
+      : fs_(fs), id_(std::move(id)), reader_(reader), until_(until) {}
+  ~BlockingReadHandle() override;
+
+  Reply read(fuse_req_t req, std::size_t size, off_t off) override;
+  Reply poll(fuse_req_t req, fuse_pollhandle* ph, unsigned events) override;
+
+ protected:
+  /// The answer text for `why` (never gone), from the record as it is now.
+  virtual std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) = 0;
+
+  Filesystem& fs_;
+  const std::string id_;
+  const Requester reader_;  ///< who opened the file (for `mine`)
+
+ private:
+  Reply answer(ParkedRequests::Outcome why, std::size_t size, off_t off);
+
+  const ParkedRequests::Until until_;
+  std::mutex mu_;
+  std::optional<std::string> answer_;  // guarded by mu_
+};
+
+}  // namespace fsd

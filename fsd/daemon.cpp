@@ -1,0 +1,249 @@
+#include "fsd/daemon.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fuse_lowlevel.h>
+
+#include "fsd/dispatcher.hpp"
+#include "fsd/filesystem.hpp"
+#include "fsd/stale_mount.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace fsd {
+
+namespace {
+
+// ---- logging: every line timestamped; libfuse's last error kept for the launcher.
+
+std::mutex g_log_mu;
+bool g_at_line_start = true;  // guarded by g_log_mu: libfuse logs one line in several calls
+std::string g_error_line;     // guarded by g_log_mu: the error line being logged
+std::string g_last_error;     // guarded by g_log_mu
+
+void log_line(fuse_log_level level, const char* fmt, va_list ap) {
+  char msg[2048];
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  const std::size_t len = std::strlen(msg);
+  std::lock_guard g(g_log_mu);
+  if (g_at_line_start) {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    std::tm tm{};
+    gmtime_r(&now.tv_sec, &tm);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::fprintf(stderr, "%s.%03ldZ ", when, now.tv_nsec / 1000000);
+    g_error_line.clear();
+  }
+  std::fputs(msg, stderr);
+  std::fflush(stderr);
+  g_at_line_start = len > 0 && msg[len - 1] == '\n';
+  if (level <= FUSE_LOG_ERR) {
+    g_error_line += msg;
+    if (g_at_line_start) {
+      g_last_error = g_error_line;
+      while (!g_last_error.empty() && g_last_error.back() == '\n') g_last_error.pop_back();
+    }
+  }
+}
+
+std::string last_fuse_error() {
+  std::lock_guard g(g_log_mu);
+  return g_last_error;
+}
+
+// ---- the launcher: in the background the parent waits for "mounted" or an error.
+
+class Launcher {
+ public:
+  /// In the background: forks. The parent waits for the child's word and
+  /// exits; the child returns here, in a new session.
+  explicit Launcher(bool foreground) {
+    if (foreground) return;
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) {
+      std::perror("sbxfs: pipe");
+      std::exit(1);
+    }
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("sbxfs: fork");
+      std::exit(1);
+    }
+    if (pid > 0) {
+      ::close(p[1]);
+      std::exit(wait_for_child(p[0], pid));
+    }
+    ::close(p[0]);
+    fd_ = p[1];
+    ::setsid();
+  }
+
+  bool background() const { return fd_ >= 0 || was_background_; }
+
+  /// Reports a failed start (the caller then returns 1).
+  void fail(const std::string& msg) {
+    fuse_log(FUSE_LOG_ERR, "sbxfs: %s\n", msg.c_str());
+    send("error: " + msg);
+  }
+
+  void ready() { send("ok"); }
+
+ private:
+  static int wait_for_child(int fd, pid_t pid) {
+    std::string word;
+    char buf[512];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) != 0) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      word.append(buf, static_cast<std::size_t>(n));
+    }
+    if (word == "ok") return 0;
+    if (word.rfind("error: ", 0) == 0) {
+      std::fprintf(stderr, "sbxfs: %s\n", word.c_str() + 7);
+    } else {
+      std::fprintf(stderr, "sbxfs: the daemon died while starting (see sbxfs.log in the state directory)\n");
+    }
+    // Let it finish going away (it still holds STATE/lock), so a retry right
+    // after us does not find the state directory in use.
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return 1;
+  }
+
+  void send(const std::string& word) {
+    if (fd_ < 0) return;
+    (void)!::write(fd_, word.data(), word.size());
+    ::close(fd_);
+    fd_ = -1;
+    was_background_ = true;
+  }
+
+  int fd_ = -1;
+  bool was_background_ = false;
+};
+
+/// In the background: stdin from /dev/null, stdout and stderr to STATE/sbxfs.log.
+sup::Status redirect_stdio(const std::string& dir) {
+  const std::string path = dir + "/sbxfs.log";
+  const int log = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log < 0) return sup::error_from_errno(errno, "cannot open " + path);
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null < 0) return sup::error_from_errno(errno, "cannot open /dev/null");
+  if (::dup2(null, 0) < 0 || ::dup2(log, 1) < 0 || ::dup2(log, 2) < 0)
+    return sup::error_from_errno(errno, "cannot redirect stdio");
+  ::close(null);
+  ::close(log);
+  return sup::Ok{};
+}
+
+std::string error_text(const sup::Error& e) { return e.message; }
+
+}  // namespace
+
+int run(Options& opts) {
+  fuse_set_log_func(log_line);
+  const std::string mountpoint = absolute_path(opts.mountpoint);
+  const std::string state_dir = absolute_path(opts.state_dir);
+
+  std::vector<std::string> secrets;
+  if (!opts.secrets_file.empty()) {
+    sup::Result<std::vector<std::string>> s = load_secrets(opts.secrets_file);
+    if (!s) {
+      std::fprintf(stderr, "sbxfs: %s\n", s.error().message.c_str());
+      return 1;
+    }
+    secrets = std::move(s.value());
+  }
+
+  // The session now, before forking: a bad -o option is reported here, on the
+  // terminal. Its userdata is where the Filesystem will be once it exists.
+  Filesystem* fs_slot = nullptr;
+  fuse_session* se = fuse_session_new(&opts.fuse, &lowlevel_ops(), sizeof(fuse_lowlevel_ops), &fs_slot);
+  fuse_opt_free_args(&opts.fuse);
+  if (!se) return 1;  // libfuse said why
+
+  // Fork before any thread exists: the supervisor's event loop starts below.
+  Launcher launcher(opts.foreground);
+  auto fail = [&](const std::string& msg) {
+    launcher.fail(msg);
+    fuse_session_destroy(se);
+    return 1;
+  };
+
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) return fail("cannot create state directory " + state_dir + ": " + ec.message());
+  if (launcher.background()) {
+    if (const sup::Status s = redirect_stdio(state_dir); !s) return fail(error_text(s.error()));
+  }
+  fuse_log(FUSE_LOG_NOTICE, "sbxfs %s starting: pid %d, mount point %s, state %s\n", SBX_VERSION,
+           static_cast<int>(::getpid()), mountpoint.c_str(), state_dir.c_str());
+
+  // Opening takes STATE/lock (one daemon per state directory) and takes back
+  // every command recorded there; its event thread starts here, after the fork.
+  sup::SupervisorOptions sopts;
+  sopts.state_dir = state_dir;
+  sopts.secrets = std::move(secrets);
+  sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
+  if (!opened) return fail(opened.error().message);
+  std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());
+
+  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(error_text(s.error()));
+  std::filesystem::create_directories(mountpoint, ec);
+  if (ec) return fail("cannot create mount point " + mountpoint + ": " + ec.message());
+
+  Config cfg;
+  cfg.mountpoint = mountpoint;
+  cfg.wait_timeout = std::chrono::seconds(opts.wait_timeout_sec);
+  cfg.max_request = opts.max_request;
+  cfg.allow_other = opts.allow_other;
+  auto fs = std::make_unique<Filesystem>(*supervisor, std::move(cfg));
+  fs_slot = fs.get();
+
+  if (fuse_set_signal_handlers(se) != 0) return fail("cannot set signal handlers");
+  if (fuse_session_mount(se, mountpoint.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    const std::string why = last_fuse_error();
+    return fail("cannot mount " + mountpoint + (why.empty() ? "" : ": " + why));
+  }
+  fuse_log(FUSE_LOG_NOTICE, "sbxfs: mounted at %s\n", mountpoint.c_str());
+  launcher.ready();
+  (void)!::chdir("/");  // hold no directory busy
+
+  fuse_loop_config* loop = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_max_threads(loop, opts.max_threads);
+  if (opts.max_idle_threads != static_cast<unsigned>(-1))  // -1: never reap idle threads (the default)
+    fuse_loop_cfg_set_idle_threads(loop, opts.max_idle_threads);
+  fuse_loop_cfg_set_clone_fd(loop, opts.clone_fd ? 1 : 0);
+  const int rc = fuse_session_loop_mt(se, loop);  // > 0: the signal that ended it
+  fuse_loop_cfg_destroy(loop);
+
+  fuse_remove_signal_handlers(se);
+  // Answer what is still parked while the session exists, then stop the
+  // event thread before anything it could call into goes away.
+  fs->shutdown();
+  supervisor.reset();
+  fs.reset();
+  fuse_session_unmount(se);
+  fuse_session_destroy(se);
+  fuse_log(FUSE_LOG_NOTICE, "sbxfs: unmounted %s (%s)\n", mountpoint.c_str(),
+           rc < 0 ? std::strerror(-rc) : rc > 0 ? strsignal(rc) : "unmounted");
+  return rc < 0 ? 1 : 0;
+}
+
+}  // namespace fsd

@@ -1,0 +1,254 @@
+// Fills fuse_lowlevel_ops. Decodes, calls, replies: what a file does is in
+// its own *_file.cpp; names and attributes are in tree.cpp.
+#include "fsd/dispatcher.hpp"
+
+#include <cerrno>
+#include <exception>
+#include <memory>
+#include <poll.h>
+#include <sys/stat.h>
+
+#include <fuse_log.h>
+
+#include "fsd/errno_map.hpp"
+#include "fsd/files.hpp"
+
+namespace fsd {
+
+namespace {
+
+Filesystem& fs_of(fuse_req_t req) { return **static_cast<Filesystem**>(fuse_req_userdata(req)); }
+
+/// Runs `body`; anything it throws becomes a log line and EIO.
+template <class Body>
+void guarded(fuse_req_t req, const char* op, Body&& body) noexcept {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    fuse_log(FUSE_LOG_ERR, "sbxfs: %s: %s\n", op, e.what());
+    fuse_reply_err(req, EIO);
+  } catch (...) {
+    fuse_log(FUSE_LOG_ERR, "sbxfs: %s: unknown exception\n", op);
+    fuse_reply_err(req, EIO);
+  }
+}
+
+void reply_error(fuse_req_t req, const sup::Error& e) { fuse_reply_err(req, to_errno(e.code)); }
+
+void reply_entry(fuse_req_t req, Filesystem& fs, const Node& node) {
+  fuse_entry_param e{};
+  e.ino = node.ino;
+  e.attr = attr_of(fs, node, nullptr);
+  e.attr_timeout = e.entry_timeout = timeout_of(node.kind);
+  fuse_reply_entry(req, &e);
+}
+
+/// A directory listing fixed at opendir, served by index (offset = index + 1).
+struct DirHandle {
+  std::vector<DirEntry> entries;
+};
+
+bool wants_write(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
+bool wants_read(int flags) { return (flags & O_ACCMODE) != O_WRONLY; }
+
+std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who) {
+  switch (node.kind) {
+    case Kind::readme: return open_readme(fs);
+    case Kind::cmd:
+    case Kind::record_cmd: return open_cmd(fs, node);
+    case Kind::status:
+    case Kind::record_status: return open_status(fs, node, who);
+    case Kind::errors: return open_errors(fs);
+    case Kind::log:
+    case Kind::stdout_log:
+    case Kind::stderr_log:
+    case Kind::logs_entry: return open_log(node);
+    case Kind::tail: return open_tail(fs, node);
+    case Kind::wait: return open_wait(fs, node, who);
+    case Kind::ready: return open_ready(fs, node, who);
+    case Kind::stop: return open_stop(fs, node);
+    case Kind::signal: return open_signal(fs, node);
+    default: return nullptr;
+  }
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
+  guarded(req, "lookup", [&] {
+    Filesystem& fs = fs_of(req);
+    const Requester who = Requester::of(req);
+    const sup::Result<Node> dir = fs.resolve(parent, who);
+    if (!dir) return reply_error(req, dir.error());
+    const sup::Result<Node> node = lookup(fs, *dir, name, who);
+    // A miss is a plain ENOENT, not a cached negative entry, so `mkdir` right
+    // after a failed lookup reaches us (NOTES.md §5).
+    if (!node) return reply_error(req, node.error());
+    reply_entry(req, fs, *node);
+  });
+}
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
+  guarded(req, "getattr", [&] {
+    Filesystem& fs = fs_of(req);
+    const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
+    if (!node) return reply_error(req, node.error());
+    const struct stat st = attr_of(fs, *node, handle_of(fi));
+    fuse_reply_attr(req, &st, timeout_of(node->kind));
+  });
+}
+
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat*, int to_set, fuse_file_info* fi) noexcept {
+  guarded(req, "setattr", [&] {
+    Filesystem& fs = fs_of(req);
+    const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
+    if (!node) return reply_error(req, node.error());
+    if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) return (void)fuse_reply_err(req, EPERM);
+    // Truncation (open with O_TRUNC, `truncate`) and times: accepted, nothing to change.
+    if ((to_set & FUSE_SET_ATTR_SIZE) && !(mode_of(node->kind) & 0222)) return (void)fuse_reply_err(req, EACCES);
+    const struct stat st = attr_of(fs, *node, handle_of(fi));
+    fuse_reply_attr(req, &st, timeout_of(node->kind));
+  });
+}
+
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) noexcept {
+  guarded(req, "mkdir", [&] {
+    Filesystem& fs = fs_of(req);
+    const Requester who = Requester::of(req);
+    const sup::Result<Node> dir = fs.resolve(parent, who);
+    if (!dir) return reply_error(req, dir.error());
+    if (dir->kind != Kind::procs) return (void)fuse_reply_err(req, EPERM);
+    const sup::Result<Node> node = make_slot(fs, name, who);
+    if (!node) return reply_error(req, node.error());
+    reply_entry(req, fs, *node);
+  });
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
+  guarded(req, "rmdir", [&] {
+    Filesystem& fs = fs_of(req);
+    const Requester who = Requester::of(req);
+    const sup::Result<Node> dir = fs.resolve(parent, who);
+    if (!dir) return reply_error(req, dir.error());
+    if (dir->kind != Kind::procs) return (void)fuse_reply_err(req, EPERM);
+    const sup::Status st = remove_record(fs, name, who);
+    fuse_reply_err(req, st ? 0 : to_errno(st.error().code));
+  });
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t, const char*) noexcept { fuse_reply_err(req, EPERM); }
+
+void op_create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) noexcept {
+  fuse_reply_err(req, EACCES);  // the tree's files are all there is
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
+  guarded(req, "open", [&] {
+    Filesystem& fs = fs_of(req);
+    const Requester who = Requester::of(req);
+    const sup::Result<Node> node = fs.resolve(ino, who);
+    if (!node) return reply_error(req, node.error());
+    const mode_t mode = mode_of(node->kind);
+    if (S_ISDIR(mode)) return (void)fuse_reply_err(req, EISDIR);
+    if ((wants_write(fi->flags) && !(mode & 0222)) || (wants_read(fi->flags) && !(mode & 0444)))
+      return (void)fuse_reply_err(req, EACCES);
+    std::unique_ptr<Handle> h = open_node(fs, *node, who);
+    if (!h) return (void)fuse_reply_err(req, EIO);
+    // Every file is direct_io: contents change behind the kernel's back and
+    // a blocking read must reach us, interruptible (NOTES.md §1, §2).
+    fi->direct_io = 1;
+    fi->keep_cache = 0;
+    fi->fh = reinterpret_cast<uint64_t>(h.get());
+    if (fuse_reply_open(req, fi) == 0) h.release();  // failed (interrupted open): no release follows
+  });
+}
+
+void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
+  guarded(req, "read", [&] { send_reply(req, handle_of(fi)->read(req, size, off)); });
+}
+
+void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off, fuse_file_info* fi) noexcept {
+  guarded(req, "write", [&] { send_reply(req, handle_of(fi)->write(req, std::string_view(buf, size), off)); });
+}
+
+void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
+  guarded(req, "flush", [&] { fuse_reply_err(req, handle_of(fi)->flush(req)); });
+}
+
+void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
+  delete handle_of(fi);  // never acts: release is asynchronous and its errors are lost
+  fuse_reply_err(req, 0);
+}
+
+void op_poll(fuse_req_t req, fuse_ino_t, fuse_file_info* fi, fuse_pollhandle* ph) noexcept {
+  guarded(req, "poll", [&] {
+    const unsigned events = fi->poll_events ? fi->poll_events : (POLLIN | POLLOUT);
+    send_reply(req, handle_of(fi)->poll(req, ph, events));
+  });
+}
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
+  guarded(req, "opendir", [&] {
+    Filesystem& fs = fs_of(req);
+    const Requester who = Requester::of(req);
+    const sup::Result<Node> node = fs.resolve(ino, who);
+    if (!node) return reply_error(req, node.error());
+    sup::Result<std::vector<DirEntry>> entries = list_dir(fs, *node, who);
+    if (!entries) return reply_error(req, entries.error());
+    auto h = std::make_unique<DirHandle>(DirHandle{std::move(entries.value())});
+    fi->fh = reinterpret_cast<uint64_t>(h.get());
+    if (fuse_reply_open(req, fi) == 0) h.release();
+  });
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
+  guarded(req, "readdir", [&] {
+    const auto* h = reinterpret_cast<const DirHandle*>(fi->fh);
+    std::string buf(size, '\0');
+    size_t used = 0;
+    for (size_t i = off < 0 ? 0 : static_cast<size_t>(off); i < h->entries.size(); ++i) {
+      const DirEntry& e = h->entries[i];
+      struct stat st {};
+      st.st_ino = e.ino;
+      st.st_mode = e.mode;
+      const size_t need = fuse_add_direntry(req, buf.data() + used, size - used, e.name.c_str(), &st,
+                                            static_cast<off_t>(i + 1));
+      if (need > size - used) break;
+      used += need;
+    }
+    fuse_reply_buf(req, buf.data(), used);
+  });
+}
+
+void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
+  delete reinterpret_cast<DirHandle*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+fuse_lowlevel_ops make_ops() {
+  fuse_lowlevel_ops ops{};
+  ops.lookup = op_lookup;
+  ops.getattr = op_getattr;
+  ops.setattr = op_setattr;
+  ops.mkdir = op_mkdir;
+  ops.unlink = op_unlink;
+  ops.rmdir = op_rmdir;
+  ops.create = op_create;
+  ops.open = op_open;
+  ops.read = op_read;
+  ops.write = op_write;
+  ops.flush = op_flush;
+  ops.release = op_release;
+  ops.opendir = op_opendir;
+  ops.readdir = op_readdir;
+  ops.releasedir = op_releasedir;
+  ops.poll = op_poll;
+  return ops;
+}
+
+}  // namespace
+
+const fuse_lowlevel_ops& lowlevel_ops() {
+  static const fuse_lowlevel_ops ops = make_ops();
+  return ops;
+}
+
+}  // namespace fsd

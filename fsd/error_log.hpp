@@ -1,0 +1,40 @@
+#pragma once
+// The latest rejected requests, as the `errors` file shows them: one JSON
+// object per line, newest last, at most 100. Thread-safe.
+// Implemented in errors_file.cpp, next to the file that shows it.
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace sup {
+class Supervisor;
+}
+
+namespace fsd {
+
+class ErrorLog {
+ public:
+  static constexpr std::size_t kCapacity = 100;
+  static constexpr std::size_t kRequestChars = 200;
+
+  explicit ErrorLog(const sup::Supervisor& sup) : sup_(sup) {}
+
+  /// Records a rejected request. `path` is where it was written ("cmd",
+  /// "procs/ID/cmd", "procs/NAME (mkdir)"...); `request` is masked with the
+  /// global secrets and those of command `id`, then cut to kRequestChars.
+  /// Also logged to the daemon's log.
+  void add(std::string_view path, int err, std::string_view reason, std::string_view request,
+           const std::string& id = "");
+
+  /// All lines, oldest first, each ending in "\n".
+  std::string text() const;
+
+ private:
+  const sup::Supervisor& sup_;
+  mutable std::mutex mu_;
+  std::deque<std::string> lines_;  // guarded by mu_
+};
+
+}  // namespace fsd

@@ -1,0 +1,90 @@
+#pragma once
+// The files of the tree, one source file each. Each opener checks nothing
+// about access modes (the dispatcher did) and returns the open file's handle.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/stat.h>
+
+#include "fsd/filesystem.hpp"
+#include "fsd/handle.hpp"
+
+namespace fsd {
+
+/// A handle that serves a text fixed at open by offset (status.json, tail,
+/// errors, README): the procfs convention, st_size 0 and direct_io, so a
+/// reader always gets one whole, consistent snapshot.
+class SnapshotHandle : public Handle {
+ public:
+  explicit SnapshotHandle(std::string text) : text_(std::move(text)) {}
+  Reply read(fuse_req_t, std::size_t size, off_t off) override { return Reply::slice(text_, off, size); }
+
+ private:
+  const std::string text_;
+};
+
+// readme_file.cpp: README, plain-text usage built from the configuration.
+std::string make_readme(const Config& cfg);
+std::unique_ptr<Handle> open_readme(Filesystem& fs);
+
+// cmd_file.cpp: `cmd` and procs/ID/cmd. Writes accumulate into a request that
+// is started in the write (or flush) that completes it; reads give the answer.
+std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node);
+
+// status_file.cpp: status.json of the supervisor and of one command (snapshot at open).
+std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const Requester& reader);
+
+// errors_file.cpp: `errors` (the ErrorLog, snapshot at open).
+std::unique_ptr<Handle> open_errors(Filesystem& fs);
+
+// log_file.cpp: log, stdout, stderr and logs/ID.log: preads of the state
+// directory's files, with their real size.
+std::unique_ptr<Handle> open_log(const Node& node);
+/// The backing file of a log node in the state directory.
+std::string log_path(const Node& node);
+
+// tail_file.cpp: the last 4096 bytes of log, masked (snapshot at open).
+std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node);
+
+// wait_file.cpp: a read blocks (parked) until the command ended or the cap ran out.
+std::unique_ptr<Handle> open_wait(Filesystem& fs, const Node& node, const Requester& reader);
+
+// ready_file.cpp: write a readiness condition; a read blocks until ready (or ended, or the cap).
+std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const Requester& reader);
+
+// stop_file.cpp: a write stops the whole tree and returns when it is gone.
+std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node);
+
+// signal_file.cpp: a write sends a signal (number or name) to the whole tree.
+std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node);
+/// "15", "TERM", "sigterm" -> 15; 0 when unknown.
+int parse_signal(std::string_view text);
+
+// tree.cpp and procs_dir.cpp: names, attributes and directories.
+struct DirEntry {
+  std::string name;
+  fuse_ino_t ino;
+  mode_t mode;
+};
+
+/// `name` in directory `parent`; ENOENT when there is no such file.
+sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who);
+/// st_mode of a kind of file (type and permission bits).
+mode_t mode_of(Kind kind);
+/// The attributes of `node`; `open` (may be null) is the handle of an fgetattr.
+struct stat attr_of(Filesystem& fs, const Node& node, Handle* open);
+/// Seconds the kernel may cache the name and attributes of `kind`.
+double timeout_of(Kind kind);
+/// The entries of a directory, "." and ".." first; ENOTDIR for a file.
+sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, const Requester& who);
+
+// procs_dir.cpp: procs/ itself.
+std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who);
+/// `mkdir procs/NAME`: an empty named slot.
+sup::Result<Node> make_slot(Filesystem& fs, const std::string& name, const Requester& who);
+/// `rmdir procs/ID`: removes an ended command's record and logs.
+sup::Status remove_record(Filesystem& fs, const std::string& name, const Requester& who);
+
+}  // namespace fsd

@@ -1,0 +1,130 @@
+#include "fsd/filesystem.hpp"
+
+#include <cerrno>
+#include <climits>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsd/files.hpp"
+
+namespace fsd {
+
+namespace {
+
+constexpr std::size_t kTailBytes = 4096;
+
+/// Masks every string in `j` (defence in depth: the record masks its fields already).
+void mask_strings(nlohmann::json& j, const Filesystem& fs, const std::string& id) {
+  if (j.is_string()) {
+    j = fs.mask(j.get_ref<const std::string&>(), id);
+  } else if (j.is_structured()) {
+    for (auto& v : j) mask_strings(v, fs, id);
+  }
+}
+
+}  // namespace
+
+std::string dump_json(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+Requester Requester::of(fuse_req_t req) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  Requester r;
+  r.pid = ctx->pid;
+  r.uid = ctx->uid;
+  r.gid = ctx->gid;
+  r.sid = r.pid > 0 ? ::getsid(r.pid) : -1;
+  return r;
+}
+
+std::string Requester::cwd() const {
+  if (pid <= 0) return "/";
+  char buf[PATH_MAX];
+  const std::string link = "/proc/" + std::to_string(pid) + "/cwd";
+  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf) return "/";
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
+    : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup) {}
+
+void Filesystem::remember(const sup::CommandStatus& st) {
+  std::lock_guard g(mu_);
+  id_of_serial_.try_emplace(st.serial, st.bg_id);
+}
+
+Node Filesystem::node_of(const sup::CommandStatus& st, Kind kind) {
+  remember(st);
+  return Node{kind, record_ino(st.serial, kind), st};
+}
+
+bool Filesystem::visible(const sup::CommandStatus& st, const Requester& who) const {
+  return !cfg_.allow_other || who.uid == 0 || who.uid == st.owner_uid;
+}
+
+std::optional<sup::CommandStatus> Filesystem::find(const std::string& id, const Requester& who) const {
+  std::optional<sup::CommandStatus> st = sup_.status(id);
+  if (!st || !visible(*st, who)) return std::nullopt;
+  return st;
+}
+
+sup::Result<Node> Filesystem::resolve(fuse_ino_t ino, const Requester& who) {
+  const std::optional<InodeRef> ref = decode_ino(ino);
+  if (!ref) return sup::Error{sup::Errc::not_found, "no such inode"};
+  if (!is_record_kind(ref->kind)) return Node{ref->kind, ino, std::nullopt};
+
+  std::optional<std::string> id;
+  {
+    std::lock_guard g(mu_);
+    if (auto it = id_of_serial_.find(ref->serial); it != id_of_serial_.end()) id = it->second;
+  }
+  if (!id) {
+    // A serial we never handed out in this process (e.g. an inode a client
+    // kept across a restart): learn the current ones once.
+    for (const sup::CommandStatus& st : sup_.list()) {
+      remember(st);
+      if (st.serial == ref->serial) id = st.bg_id;
+    }
+  }
+  if (!id) return sup::Error{sup::Errc::not_found, "no such command"};
+  std::optional<sup::CommandStatus> st = find(*id, who);
+  if (!st || st->serial != ref->serial) return sup::Error{sup::Errc::not_found, "no such command"};
+  return Node{ref->kind, ino, std::move(*st)};
+}
+
+nlohmann::json Filesystem::record_json(const sup::CommandStatus& st, const Requester& reader) const {
+  nlohmann::json j = st.to_json();
+  j["logPath"] = cfg_.mountpoint + "/procs/" + st.bg_id + "/log";
+  // `mine`: the reader and the starter share a session; with allow_other
+  // they must also be the same user.
+  j["mine"] = reader.sid > 0 && reader.sid == st.owner_sid &&
+              (!cfg_.allow_other || reader.uid == st.owner_uid);
+  mask_strings(j, *this, st.bg_id);
+  return j;
+}
+
+std::string Filesystem::log_tail(const sup::CommandStatus& st) const {
+  if (st.log_file.empty()) return {};
+  const int fd = ::open(st.log_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  struct stat sb {};
+  std::string buf;
+  if (::fstat(fd, &sb) == 0) {
+    // Read a little more than we show, so a secret cut by the window's
+    // start is still recognised and masked.
+    const off_t want = static_cast<off_t>(kTailBytes + 1024);
+    const off_t from = sb.st_size > want ? sb.st_size - want : 0;
+    buf.resize(static_cast<std::size_t>(sb.st_size - from));
+    const ssize_t n = ::pread(fd, buf.data(), buf.size(), from);
+    buf.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  ::close(fd);
+  std::string masked = sup_.mask(buf, st.bg_id);
+  if (masked.size() > kTailBytes) masked.erase(0, masked.size() - kTailBytes);
+  return masked;
+}
+
+}  // namespace fsd

@@ -1,0 +1,97 @@
+#pragma once
+// The state every handler shares: the supervisor, the configuration, the
+// error log and the parked requests; and the mapping from inodes to
+// commands. Holds no pointers into the supervisor: records are value
+// snapshots fetched again on every call.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <fuse_lowlevel.h>
+#include <nlohmann/json.hpp>
+
+#include "fsd/error_log.hpp"
+#include "fsd/inode.hpp"
+#include "fsd/parked_requests.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace fsd {
+
+struct Config {
+  std::string mountpoint;                       ///< absolute
+  std::chrono::seconds wait_timeout{600};       ///< cap of a blocking read of `wait`
+  std::size_t max_request = std::size_t{4} << 20;  ///< bytes of one request to `cmd`
+  bool allow_other = false;                     ///< users see and run only their own commands
+};
+
+/// Who sent a request (fuse_req_ctx) and that process's session id.
+struct Requester {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t sid = -1;  ///< -1 when the process is gone
+
+  static Requester of(fuse_req_t req);
+  /// The process's working directory (/proc/PID/cwd); "/" when unknown.
+  std::string cwd() const;
+};
+
+/// An inode mapped back: which file, and for a command's files a snapshot of its record.
+struct Node {
+  Kind kind;
+  fuse_ino_t ino = 0;
+  std::optional<sup::CommandStatus> record;
+
+  const std::string& id() const { return record->bg_id; }
+};
+
+/// Dumps JSON for a file of the tree: invalid UTF-8 (logs) replaced, "\n" at the end.
+std::string dump_json(const nlohmann::json& j, int indent = 2);
+
+class Filesystem {
+ public:
+  Filesystem(sup::Supervisor& sup, Config cfg);
+
+  sup::Supervisor& sup() { return sup_; }
+  const Config& config() const { return cfg_; }
+  ErrorLog& errors() { return errors_; }
+  ParkedRequests& parked() { return parked_; }
+  const std::string& readme() const { return readme_; }
+
+  /// The node of `ino`; ENOENT when it names nothing (any more) or nothing `who` may see.
+  sup::Result<Node> resolve(fuse_ino_t ino, const Requester& who);
+  /// A node for record `st` (remembers its serial for resolve()).
+  Node node_of(const sup::CommandStatus& st, Kind kind);
+  /// The record `id` when it exists and `who` may see it.
+  std::optional<sup::CommandStatus> find(const std::string& id, const Requester& who) const;
+  /// With allow_other a user sees only their own commands (root: all).
+  bool visible(const sup::CommandStatus& st, const Requester& who) const;
+
+  /// One command's status.json: the record plus logPath and mine, strings masked.
+  nlohmann::json record_json(const sup::CommandStatus& st, const Requester& reader) const;
+  /// The last 4096 bytes of the command's log, secrets masked.
+  std::string log_tail(const sup::CommandStatus& st) const;
+  std::string mask(std::string_view text, const std::string& id) const { return sup_.mask(text, id); }
+
+  /// Answers every parked request; called once the FUSE loop has ended.
+  void shutdown() { parked_.shutdown(); }
+
+ private:
+  void remember(const sup::CommandStatus& st);
+
+  sup::Supervisor& sup_;
+  const Config cfg_;
+  const std::string readme_;
+  ErrorLog errors_;
+  ParkedRequests parked_;
+
+  mutable std::mutex mu_;
+  std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_
+};
+
+}  // namespace fsd

@@ -1,0 +1,38 @@
+#include "fsd/handle.hpp"
+
+#include <cerrno>
+#include <poll.h>
+#include <sys/stat.h>
+
+#include "fsd/errno_map.hpp"
+
+namespace fsd {
+
+Reply Reply::fail(const sup::Error& e) { return error(to_errno(e.code)); }
+
+Reply Reply::slice(std::string_view bytes, off_t off, std::size_t size) {
+  if (off < 0 || static_cast<std::size_t>(off) >= bytes.size()) return data({});
+  return data(std::string(bytes.substr(static_cast<std::size_t>(off), size)));
+}
+
+void send_reply(fuse_req_t req, const Reply& r) {
+  switch (r.type()) {
+    case Reply::Type::error: fuse_reply_err(req, r.err()); break;
+    case Reply::Type::data: fuse_reply_buf(req, r.bytes().data(), r.bytes().size()); break;
+    case Reply::Type::written: fuse_reply_write(req, r.count()); break;
+    case Reply::Type::poll: fuse_reply_poll(req, static_cast<unsigned>(r.count())); break;
+    case Reply::Type::parked: break;
+  }
+}
+
+Reply Handle::read(fuse_req_t, std::size_t, off_t) { return Reply::error(EBADF); }
+Reply Handle::write(fuse_req_t, std::string_view, off_t) { return Reply::error(EBADF); }
+int Handle::flush(fuse_req_t) { return 0; }
+bool Handle::fstat(struct stat*) { return false; }
+
+Reply Handle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events) {
+  if (ph) fuse_pollhandle_destroy(ph);
+  return Reply::poll(events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM));
+}
+
+}  // namespace fsd

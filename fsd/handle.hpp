@@ -1,0 +1,70 @@
+#pragma once
+// An open file of the tree (what fi->fh points to) and the answer a handler
+// gives back to the dispatcher.
+//
+// Thread-safety: the kernel may send reads and writes on one open file from
+// several threads at once; a handle with mutable state locks it itself.
+// Lifetime: created by open, deleted by release. The kernel sends no release
+// while a read or write on the file is still unanswered, so a parked request
+// may refer to its handle until it is answered.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+#include <fuse_lowlevel.h>
+
+#include "supervisor/error.hpp"
+
+namespace fsd {
+
+/// What to send for a request: bytes, a write count, an errno, poll events,
+/// or nothing because the handler parked the request (someone replies later).
+class Reply {
+ public:
+  enum class Type { error, data, written, poll, parked };
+
+  static Reply error(int err) { return Reply(Type::error, err); }
+  static Reply fail(const sup::Error& e);  ///< errno of e.code (errno_map)
+  static Reply data(std::string bytes) { Reply r(Type::data); r.bytes_ = std::move(bytes); return r; }
+  /// `bytes[off, off+size)`, empty past the end: reads served from a snapshot.
+  static Reply slice(std::string_view bytes, off_t off, std::size_t size);
+  static Reply written(std::size_t n) { Reply r(Type::written); r.count_ = n; return r; }
+  static Reply poll(unsigned revents) { Reply r(Type::poll); r.count_ = revents; return r; }
+  static Reply parked() { return Reply(Type::parked); }
+
+  Type type() const { return type_; }
+  int err() const { return err_; }
+  const std::string& bytes() const { return bytes_; }
+  std::size_t count() const { return count_; }
+
+ private:
+  explicit Reply(Type t, int err = 0) : type_(t), err_(err) {}
+  Type type_;
+  int err_ = 0;
+  std::string bytes_;
+  std::size_t count_ = 0;
+};
+
+/// Sends `r` for `req` (does nothing for a parked reply). Any thread.
+void send_reply(fuse_req_t req, const Reply& r);
+
+class Handle {
+ public:
+  virtual ~Handle() = default;
+  virtual Reply read(fuse_req_t req, std::size_t size, off_t off);
+  virtual Reply write(fuse_req_t req, std::string_view data, off_t off);
+  /// close() of one descriptor; the errno is what close() returns.
+  virtual int flush(fuse_req_t req);
+  /// Default: always ready for what was asked (like a regular file).
+  virtual Reply poll(fuse_req_t req, fuse_pollhandle* ph, unsigned events);
+  /// st_size and mtime of what this handle reads, when it knows better than the path
+  /// (a log opened before its command was restarted). False: use the path.
+  virtual bool fstat(struct stat* st);
+};
+
+inline Handle* handle_of(const fuse_file_info* fi) {
+  return fi ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
+}
+
+}  // namespace fsd

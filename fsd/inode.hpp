@@ -1,0 +1,64 @@
+#pragma once
+// Inodes are computed, not allocated. The root and the fixed files of the
+// root are small constants; the files of a command are
+//     (serial + 1) << 5 | kind
+// where serial is sup::CommandStatus::serial (stable per bgId for the daemon's
+// life, never reused), so the same file keeps its inode across lookups and the
+// FUSE side needs no table of nodes. Every call maps the inode back to a bgId
+// and re-checks that the record still exists (a vanished command is ENOENT).
+#include <cstdint>
+#include <optional>
+
+#include <fuse_lowlevel.h>
+
+namespace fsd {
+
+enum class Kind : std::uint8_t {
+  // Fixed files: their inode is the value itself (1 is FUSE_ROOT_ID).
+  root = 1,
+  readme,
+  cmd,
+  status,
+  errors,
+  procs,
+  logs,
+  // Files of one command: the low 5 bits of its inodes.
+  record_dir = 16,
+  record_cmd,
+  record_status,
+  log,          // procs/ID/log
+  stdout_log,   // procs/ID/stdout
+  stderr_log,   // procs/ID/stderr
+  tail,
+  wait,
+  stop,
+  signal,
+  logs_entry,   // logs/ID.log
+  ready,
+};
+
+constexpr bool is_record_kind(Kind k) { return static_cast<int>(k) >= static_cast<int>(Kind::record_dir); }
+
+struct InodeRef {
+  Kind kind;
+  std::uint64_t serial = 0;  ///< meaningful for record kinds only
+};
+
+constexpr fuse_ino_t fixed_ino(Kind k) { return static_cast<fuse_ino_t>(k); }
+
+constexpr fuse_ino_t record_ino(std::uint64_t serial, Kind k) {
+  return static_cast<fuse_ino_t>(((serial + 1) << 5) | (static_cast<std::uint64_t>(k) & 31u));
+}
+
+/// The kind (and serial) an inode stands for; nullopt for an inode we never hand out.
+inline std::optional<InodeRef> decode_ino(fuse_ino_t ino) {
+  if (ino >= static_cast<fuse_ino_t>(Kind::root) && ino <= static_cast<fuse_ino_t>(Kind::logs))
+    return InodeRef{static_cast<Kind>(ino)};
+  if (ino < 32) return std::nullopt;
+  const unsigned low = static_cast<unsigned>(ino & 31u);
+  if (low < static_cast<unsigned>(Kind::record_dir) || low > static_cast<unsigned>(Kind::ready))
+    return std::nullopt;
+  return InodeRef{static_cast<Kind>(low), (static_cast<std::uint64_t>(ino) >> 5) - 1};
+}
+
+}  // namespace fsd

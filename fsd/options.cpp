@@ -1,0 +1,154 @@
+#include "fsd/options.hpp"
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
+
+#include <fuse_opt.h>
+
+namespace fsd {
+
+namespace {
+
+constexpr const char* kDefaultMountpoint = "/work/.sbx";
+
+/// What fuse_opt_parse fills in (plain C members: it writes through offsets).
+struct RawOptions {
+  char* state_dir = nullptr;
+  char* secrets_file = nullptr;
+  char* mountpoint = nullptr;
+  unsigned wait_timeout = 600;
+  unsigned long max_request = 4ul << 20;
+  int allow_other = 0;
+  int extra_args = 0;  // a second non-option argument
+};
+
+enum Key { kForeground, kDebug, kAllowOther };
+
+#define SBX_OPT(t, m) {t, offsetof(RawOptions, m), 0}
+const fuse_opt kSpec[] = {
+    SBX_OPT("--state-dir %s", state_dir),
+    SBX_OPT("--state-dir=%s", state_dir),
+    SBX_OPT("--secrets-file %s", secrets_file),
+    SBX_OPT("--secrets-file=%s", secrets_file),
+    SBX_OPT("wait_timeout=%u", wait_timeout),
+    SBX_OPT("max_request=%lu", max_request),
+    FUSE_OPT_KEY("--foreground", kForeground),
+    FUSE_OPT_KEY("--debug", kDebug),
+    FUSE_OPT_KEY("allow_other", kAllowOther),
+    FUSE_OPT_END,
+};
+#undef SBX_OPT
+
+int on_option(void* data, const char* arg, int key, fuse_args* out) {
+  auto* raw = static_cast<RawOptions*>(data);
+  switch (key) {
+    case kForeground: return fuse_opt_add_arg(out, "-f") == 0 ? 0 : -1;  // spelled for libfuse
+    case kDebug: return fuse_opt_add_arg(out, "-d") == 0 ? 0 : -1;
+    case kAllowOther: raw->allow_other = 1; return 1;  // and keep it for the mount
+    case FUSE_OPT_KEY_NONOPT:
+      // Ours, not fuse_parse_cmdline's: it realpath()s the mount point, which
+      // fails on a stale mount that we are about to clean up.
+      if (raw->mountpoint) {
+        raw->extra_args = 1;
+        return -1;
+      }
+      raw->mountpoint = strdup(arg);
+      return 0;
+    default: return 1;
+  }
+}
+
+std::string default_state_dir() {
+  if (::geteuid() == 0) return "/var/lib/sbxfs";
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x == '/') return std::string(x) + "/sbxfs";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.local/state/sbxfs";
+}
+
+}  // namespace
+
+sup::Result<Options> parse_options(int argc, char** argv) {
+  Options o;
+  RawOptions raw;
+  fuse_args args = FUSE_ARGS_INIT(argc, argv);
+  auto fail = [&](std::string msg) -> sup::Result<Options> {
+    std::free(raw.state_dir);
+    std::free(raw.secrets_file);
+    std::free(raw.mountpoint);
+    fuse_opt_free_args(&args);
+    return sup::Error{sup::Errc::invalid_argument, std::move(msg)};
+  };
+  if (fuse_opt_parse(&args, &raw, kSpec, on_option) != 0)
+    return fail(raw.extra_args ? "more than one mount point given" : "bad options (see --help)");
+  // fstype fuse.sbxfs, fsname sbxfs, whatever argv[0] is called.
+  if (fuse_opt_add_arg(&args, "-ofsname=sbxfs,subtype=sbxfs") != 0) return fail("out of memory");
+
+  fuse_cmdline_opts cl{};
+  if (fuse_parse_cmdline(&args, &cl) != 0) return fail("bad options (see --help)");
+  std::free(cl.mountpoint);  // none: we took the non-option argument ourselves
+
+  o.mountpoint = raw.mountpoint ? raw.mountpoint : kDefaultMountpoint;
+  o.state_dir = raw.state_dir ? raw.state_dir : default_state_dir();
+  o.secrets_file = raw.secrets_file ? raw.secrets_file : "";
+  o.wait_timeout_sec = raw.wait_timeout;
+  o.max_request = raw.max_request;
+  o.allow_other = raw.allow_other;
+  std::free(raw.state_dir);
+  std::free(raw.secrets_file);
+  std::free(raw.mountpoint);
+  raw = RawOptions{};  // freed: fail() must not free them again
+  o.foreground = cl.foreground;
+  o.debug = cl.debug;
+  o.show_help = cl.show_help;
+  o.show_version = cl.show_version;
+  o.max_threads = cl.max_threads;
+  o.max_idle_threads = cl.max_idle_threads;
+  o.clone_fd = cl.clone_fd;
+  o.fuse = args;
+  if (o.wait_timeout_sec == 0) return fail("wait_timeout must be > 0");
+  if (o.max_request == 0) return fail("max_request must be > 0");
+  return o;
+}
+
+std::string usage(const char* prog) {
+  return std::string("usage: ") + prog + " [options] [MOUNTPOINT]\n" +
+         "\n"
+         "Process supervision as a filesystem. MOUNTPOINT defaults to " + kDefaultMountpoint + ".\n"
+         "\n"
+         "sbxfs options:\n"
+         "    -f   --foreground      stay in the foreground (default: return once mounted)\n"
+         "    -d   --debug           foreground, with FUSE debug output\n"
+         "    --state-dir DIR        records and logs (default: /var/lib/sbxfs as root,\n"
+         "                           else $XDG_STATE_HOME/sbxfs or ~/.local/state/sbxfs)\n"
+         "    --secrets-file FILE    KEY=VALUE lines whose values are masked everywhere\n"
+         "    -o wait_timeout=SEC    cap of a blocking read of procs/ID/wait (default 600)\n"
+         "    -o max_request=BYTES   largest request written to cmd (default 4194304)\n"
+         "    -o allow_other         let every user in; each sees and runs only their own\n"
+         "\n"
+         "unmount: fusermount3 -u MOUNTPOINT (running commands keep running)\n"
+         "\n";
+}
+
+sup::Result<std::vector<std::string>> load_secrets(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return sup::error_from_errno(errno, "cannot read secrets file " + path);
+  std::vector<std::string> values;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line[start] == '#') continue;
+    const std::size_t eq = line.find('=', start);
+    if (eq == std::string::npos) continue;
+    std::string value = line.substr(eq + 1);
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+      value = value.substr(1, value.size() - 2);
+    if (!value.empty()) values.push_back(std::move(value));
+  }
+  return values;
+}
+
+}  // namespace fsd

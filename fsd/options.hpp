@@ -1,0 +1,46 @@
+#pragma once
+// The daemon's command line, parsed with libfuse's own parser (fuse_opt_parse
+// for sbxfs's options, then fuse_parse_cmdline for FUSE's):
+//   sbxfs [options] [MOUNTPOINT]
+//   -f/--foreground, -d/--debug, --state-dir DIR, --secrets-file FILE,
+//   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES
+//   -h/--help, -V/--version
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <fuse_lowlevel.h>
+
+#include "supervisor/error.hpp"
+
+namespace fsd {
+
+struct Options {
+  std::string mountpoint;    ///< as given (may be missing or a stale mount); default /work/.sbx
+  std::string state_dir;     ///< default: /var/lib/sbxfs (root), $XDG_STATE_HOME/sbxfs, ~/.local/state/sbxfs
+  std::string secrets_file;  ///< empty: none
+  unsigned wait_timeout_sec = 600;
+  std::size_t max_request = std::size_t{4} << 20;
+  bool allow_other = false;
+  bool foreground = false;
+  bool debug = false;
+  bool show_help = false;
+  bool show_version = false;
+  unsigned max_threads = 10;
+  unsigned max_idle_threads = static_cast<unsigned>(-1);
+  bool clone_fd = false;
+  /// What is left for fuse_session_new (FUSE -o options, -d). Owned: free
+  /// with fuse_opt_free_args.
+  fuse_args fuse = FUSE_ARGS_INIT(0, nullptr);
+};
+
+/// Parses argv. Errors are usage errors, their message ready to print.
+sup::Result<Options> parse_options(int argc, char** argv);
+
+/// The --help text (sbxfs's part; the caller adds libfuse's).
+std::string usage(const char* prog);
+
+/// The values of a --secrets-file: KEY=VALUE lines (blank lines and # comments skipped).
+sup::Result<std::vector<std::string>> load_secrets(const std::string& path);
+
+}  // namespace fsd

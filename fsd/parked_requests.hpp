@@ -1,0 +1,101 @@
+#pragma once
+// FUSE requests stored until a command ends (`wait` reads, `stop` writes) or
+// becomes ready (`ready` reads). No FUSE worker ever sleeps on a supervised
+// process (NOTES.md §1): the handler parks the request and returns; the
+// supervisor's event (ended, ready, removed), a cap timer, an interrupt or
+// shutdown answers it, exactly once.
+//
+// Also the pollhandles of `poll()` on `wait` and `ready`: notified likewise.
+//
+// Thread-safety: all methods may be called from any thread. Answers and poll
+// notifications run outside mu_ (libfuse's interrupt callback takes req->lock
+// and then mu_, so nothing may reply while holding mu_), mostly on the
+// supervisor's event thread.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <fuse_lowlevel.h>
+
+#include "fsd/handle.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace fsd {
+
+class ParkedRequests {
+ public:
+  /// What a parked request waits for.
+  enum class Until {
+    ended,  ///< the command is not running (ended, or an empty slot)
+    ready,  ///< the command is ready, or not running
+  };
+  enum class Outcome {
+    ended,   ///< the command is not running
+    ready,   ///< the command is (or was, before it ended) ready (Until::ready only)
+    capped,  ///< the cap ran out first; the command still runs (and is not ready)
+    gone,    ///< the record does not exist (any more)
+  };
+  /// Computes the reply for a parked request; runs once, on whichever thread answers.
+  using Answer = std::function<Reply(Outcome)>;
+
+  explicit ParkedRequests(sup::Supervisor& sup);
+  ~ParkedRequests();
+  ParkedRequests(const ParkedRequests&) = delete;
+  ParkedRequests& operator=(const ParkedRequests&) = delete;
+
+  /// Parks `req` until `until` holds for command `id`, or `cap` passed
+  /// (nullopt: no cap). Registers the interrupt callback first (EINTR at once).
+  /// Answers at once when `until` holds already. After this call the caller
+  /// must not touch `req`.
+  void park(fuse_req_t req, const std::string& id, Until until,
+            std::optional<std::chrono::milliseconds> cap, Answer answer);
+
+  /// Keeps `ph` until `until` holds for command `id`, then notifies it.
+  /// `owner` (the open file) replaces its previous pollhandle. Returns true
+  /// when it holds already (the caller reports readable; `ph` has been destroyed).
+  bool watch(const void* owner, const std::string& id, Until until, fuse_pollhandle* ph);
+  /// Drops `owner`'s pollhandle (release of the open file).
+  void unwatch(const void* owner);
+
+  /// Unsubscribes and answers everything still parked with EIO. Call before
+  /// the FUSE session is destroyed; later park() calls answer EIO at once.
+  void shutdown();
+
+ private:
+  struct Parked {
+    std::string id;
+    Until until;
+    Answer answer;
+    std::uint64_t seq = 0;    // tells a stale cap timer from a later request at the same address
+    std::uint64_t timer = 0;  // 0: none
+  };
+  struct Watch {
+    std::string id;
+    Until until;
+    fuse_pollhandle* ph = nullptr;
+  };
+
+  static void on_interrupt(fuse_req_t req, void* self);
+  void on_event(const sup::Event& ev);
+  void on_cap(fuse_req_t req, std::uint64_t seq);
+  /// Takes `req` out if it is still parked (whoever gets it answers it).
+  std::optional<Parked> take(fuse_req_t req);
+  /// Whether `until` holds for `id` now; if so, *why says how.
+  bool holds(const std::string& id, Until until, Outcome* why) const;
+  static bool holds(const std::optional<sup::CommandStatus>& st, Until until, Outcome* why);
+
+  sup::Supervisor& sup_;
+  std::uint64_t subscription_ = 0;
+
+  mutable std::mutex mu_;
+  std::unordered_map<fuse_req_t, Parked> parked_;        // guarded by mu_
+  std::unordered_map<const void*, Watch> watches_;       // guarded by mu_
+  std::uint64_t next_seq_ = 1;                           // guarded by mu_
+  bool closed_ = false;                                  // guarded by mu_
+};
+
+}  // namespace fsd

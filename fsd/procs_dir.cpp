@@ -1,0 +1,44 @@
+// procs/: one folder per command, in bgId order (automatic ids sort in start
+// order). `mkdir procs/NAME` makes an empty named slot; `rmdir procs/ID`
+// forgets an ended command, its record and its logs (EBUSY while running).
+#include <cerrno>
+#include <sys/stat.h>
+
+#include "fsd/errno_map.hpp"
+#include "fsd/files.hpp"
+
+namespace fsd {
+
+std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who) {
+  std::vector<DirEntry> out;
+  for (const sup::CommandStatus& st : fs.sup().list()) {
+    if (!fs.visible(st, who)) continue;
+    const Node n = fs.node_of(st, Kind::record_dir);
+    out.push_back(DirEntry{st.bg_id, n.ino, mode_of(Kind::record_dir)});
+  }
+  return out;
+}
+
+sup::Result<Node> make_slot(Filesystem& fs, const std::string& name, const Requester& who) {
+  const std::string path = "procs/" + name + " (mkdir)";
+  if (const sup::Status ok = sup::validate_name(name); !ok) {
+    fs.errors().add(path, EINVAL, ok.error().message, name);
+    return ok.error();
+  }
+  sup::Result<sup::CommandStatus> st = fs.sup().create_slot(name, who.uid, who.sid);
+  if (!st) {
+    fs.errors().add(path, to_errno(st.error().code), st.error().message, name);
+    return st.error();
+  }
+  return fs.node_of(*st, Kind::record_dir);
+}
+
+sup::Status remove_record(Filesystem& fs, const std::string& name, const Requester& who) {
+  const std::string path = "procs/" + name + " (rmdir)";
+  if (!fs.find(name, who)) return sup::Error{sup::Errc::not_found, "no such command"};
+  const sup::Status st = fs.sup().remove(name);
+  if (!st) fs.errors().add(path, to_errno(st.error().code), st.error().message, name, name);
+  return st;
+}
+
+}  // namespace fsd

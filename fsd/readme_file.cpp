@@ -1,0 +1,62 @@
+// README: how to use this tree, in plain words, for people and for agents
+// that only have file tools. Built once from the configuration (mount point,
+// wait cap) so the examples can be pasted as they are.
+#include <string>
+
+#include "fsd/files.hpp"
+
+namespace fsd {
+
+std::string make_readme(const Config& cfg) {
+  const std::string m = cfg.mountpoint;
+  const std::string cap = std::to_string(cfg.wait_timeout.count());
+  return R"(sbxfs - run and control commands through files
+
+This folder is a process supervisor. Writing a file starts a command,
+reading a file shows its output or waits for it, writing another stops it.
+Anything that can read and write files can use it.
+
+START A COMMAND
+  echo 'make test' > )" + m + R"(/cmd
+      runs `/bin/sh -c 'make test'` in the writer's working directory.
+  exec 3<>)" + m + R"(/cmd; echo 'make test' >&3; read -r id <&3
+      the same, and reads back the new command's id (its bgId).
+  A JSON object instead of text gives more control:
+  {"cmd": "npm run dev", "cwd": "/work/app", "note": "dev server",
+   "name": "web", "env": {"PORT": "3000"}, "secretEnv": {"TOKEN": "..."},
+   "timeoutSec": 600, "stopGraceSec": 5}
+  or {"argv": ["/usr/bin/python3", "app.py"]} to run without a shell.
+  A rejected request fails the write with an errno (EINVAL, ENOENT, EEXIST,
+  EBUSY, E2BIG...); the reason is readable from the same open file and is
+  listed in `errors`.
+
+WATCH IT
+  status.json              the supervisor and its running commands
+  procs/                   one folder per command, oldest first
+  procs/ID/status.json     the command's record: state, pid, exitCode, ...
+  procs/ID/log             stdout and stderr as written (tail -f works)
+  procs/ID/stdout, stderr  each stream alone; logs/ID.log = procs/ID/log
+  procs/ID/tail            the last 4096 bytes of log
+  procs/ID/wait            reading blocks until the command has ended, then
+                           gives its record as JSON with "stillRunning": false.
+                           After )" + cap + R"( s it answers "stillRunning": true instead.
+                           Ctrl-C or `timeout 5 cat wait` only stops the reader.
+
+CONTROL IT
+  echo > procs/ID/stop     stops the whole process tree (TERM, KILL after the
+                           grace); returns once nothing of it is left
+  echo TERM > procs/ID/signal   sends a signal to the whole tree (15, TERM, SIGTERM)
+  mkdir procs/NAME         an empty named slot; then start a command in it:
+  echo 'make' > procs/NAME/cmd  (again once it has ended, replacing the old run)
+  rmdir procs/ID           forgets an ended command and its logs
+
+Secrets (secretEnv values, the daemon's secrets file) are shown as **** in
+cmd, status.json, tail, wait and errors.
+Commands keep running when the daemon stops; a restarted daemon finds them.
+Errors of rejected requests: cat errors (one JSON object per line).
+)";
+}
+
+std::unique_ptr<Handle> open_readme(Filesystem& fs) { return std::make_unique<SnapshotHandle>(fs.readme()); }
+
+}  // namespace fsd

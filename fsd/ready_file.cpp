@@ -1,0 +1,56 @@
+// procs/ID/ready: write a readiness condition (`port 3000`, `log REGEX`,
+// `http 3000 /health`, or JSON with readyPort / readyLog / readyHttp) to set
+// or replace it; a read blocks until the command is ready, or has ended, or
+// the wait cap ran out, then answers
+//   {"proc": {...}, "ready": true, "readyAt": "...", "stillRunning": true}
+// with "ready": false when it ended first (or the cap ran out: then
+// "stillRunning": true). Blocking works as for `wait` (BlockingReadHandle).
+#include <cerrno>
+
+#include "fsd/blocking_read.hpp"
+#include "fsd/errno_map.hpp"
+#include "fsd/files.hpp"
+#include "supervisor/ready_condition.hpp"
+
+namespace fsd {
+
+namespace {
+
+class ReadyHandle : public BlockingReadHandle {
+ public:
+  ReadyHandle(Filesystem& fs, std::string id, Requester reader)
+      : BlockingReadHandle(fs, std::move(id), reader, ParkedRequests::Until::ready) {}
+
+  Reply write(fuse_req_t, std::string_view data, off_t) override {
+    const std::string path = "procs/" + id_ + "/ready";
+    sup::Result<sup::ReadyCondition> cond = sup::parse_ready_condition(data);
+    if (!cond) {
+      fs_.errors().add(path, to_errno(cond.error().code), cond.error().message, data, id_);
+      return Reply::fail(cond.error());
+    }
+    if (const sup::Status st = fs_.sup().set_ready(id_, *cond); !st) {
+      fs_.errors().add(path, to_errno(st.error().code), st.error().message, data, id_);
+      return Reply::fail(st.error());
+    }
+    return Reply::written(data.size());
+  }
+
+ private:
+  std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
+    const bool ready = why == ParkedRequests::Outcome::ready;
+    return dump_json({
+        {"proc", fs_.record_json(st, reader_)},
+        {"ready", ready},
+        {"readyAt", ready && !st.ready_at.empty() ? nlohmann::json(st.ready_at) : nlohmann::json(nullptr)},
+        {"stillRunning", st.running},
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const Requester& reader) {
+  return std::make_unique<ReadyHandle>(fs, node.id(), reader);
+}
+
+}  // namespace fsd

@@ -1,0 +1,19 @@
+#pragma once
+// A mount point left behind by a daemon that died (kill -9): every access
+// gives ENOTCONN and mounting over it fails (NOTES.md §8).
+#include <string>
+
+#include "supervisor/error.hpp"
+
+namespace fsd {
+
+/// `path` made absolute and normalised without touching it (realpath would
+/// fail on a stale mount).
+std::string absolute_path(const std::string& path);
+
+/// Prepares `mountpoint` (absolute) for mounting: lazily unmounts stale FUSE
+/// mounts there (umount2 MNT_DETACH as root, else `fusermount3 -uz`);
+/// already_exists when a live sbxfs is mounted there.
+sup::Status clean_stale_mount(const std::string& mountpoint);
+
+}  // namespace fsd

@@ -1,0 +1,156 @@
+// The shape of the tree: which names a directory holds, their inodes, modes
+// and attributes. Fixed files are cached 1 s; a command's files and logs 0 s
+// (they come and go, and logs grow).
+#include <cerrno>
+#include <ctime>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsd/files.hpp"
+
+namespace fsd {
+
+namespace {
+
+struct FileSpec {
+  Kind kind;
+  const char* name;
+};
+
+constexpr FileSpec kRootFiles[] = {
+    {Kind::readme, "README"}, {Kind::cmd, "cmd"},   {Kind::status, "status.json"},
+    {Kind::errors, "errors"}, {Kind::procs, "procs"}, {Kind::logs, "logs"},
+};
+
+constexpr FileSpec kRecordFiles[] = {
+    {Kind::record_cmd, "cmd"}, {Kind::record_status, "status.json"},
+    {Kind::log, "log"},        {Kind::stdout_log, "stdout"},
+    {Kind::stderr_log, "stderr"}, {Kind::tail, "tail"},
+    {Kind::wait, "wait"},      {Kind::ready, "ready"},
+    {Kind::stop, "stop"},      {Kind::signal, "signal"},
+};
+
+constexpr std::string_view kLogSuffix = ".log";
+
+bool is_log(Kind k) {
+  return k == Kind::log || k == Kind::stdout_log || k == Kind::stderr_log || k == Kind::logs_entry;
+}
+
+const timespec& mount_time() {
+  static const timespec t = [] {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now;
+  }();
+  return t;
+}
+
+sup::Error no_such_file() { return sup::Error{sup::Errc::not_found, "no such file"}; }
+
+}  // namespace
+
+mode_t mode_of(Kind kind) {
+  switch (kind) {
+    case Kind::root:
+    case Kind::procs:
+    case Kind::logs:
+    case Kind::record_dir: return S_IFDIR | 0755;
+    case Kind::cmd:
+    case Kind::record_cmd:
+    case Kind::ready: return S_IFREG | 0666;
+    case Kind::stop:
+    case Kind::signal: return S_IFREG | 0222;
+    default: return S_IFREG | 0444;
+  }
+}
+
+double timeout_of(Kind kind) { return is_record_kind(kind) ? 0.0 : 1.0; }
+
+sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who) {
+  switch (parent.kind) {
+    case Kind::root:
+      for (const FileSpec& f : kRootFiles)
+        if (name == f.name) return Node{f.kind, fixed_ino(f.kind), std::nullopt};
+      return no_such_file();
+    case Kind::procs: {
+      std::optional<sup::CommandStatus> st = fs.find(std::string(name), who);
+      if (!st) return no_such_file();
+      return fs.node_of(*st, Kind::record_dir);
+    }
+    case Kind::record_dir:
+      for (const FileSpec& f : kRecordFiles)
+        if (name == f.name) return fs.node_of(*parent.record, f.kind);
+      return no_such_file();
+    case Kind::logs: {
+      if (name.size() <= kLogSuffix.size() || !name.ends_with(kLogSuffix)) return no_such_file();
+      name.remove_suffix(kLogSuffix.size());
+      std::optional<sup::CommandStatus> st = fs.find(std::string(name), who);
+      if (!st || st->state == "empty") return no_such_file();
+      return fs.node_of(*st, Kind::logs_entry);
+    }
+    default:
+      return sup::Error{sup::Errc::not_a_directory, "not a directory"};
+  }
+}
+
+struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
+  struct stat st {};
+  st.st_ino = node.ino;
+  st.st_mode = mode_of(node.kind);
+  st.st_nlink = S_ISDIR(st.st_mode) ? 2 : 1;
+  st.st_uid = ::getuid();
+  st.st_gid = ::getgid();
+  if (node.record && fs.config().allow_other) st.st_uid = node.record->owner_uid;
+  st.st_atim = st.st_mtim = st.st_ctim = mount_time();
+  st.st_blksize = 4096;
+  if (node.kind == Kind::readme) st.st_size = static_cast<off_t>(fs.readme().size());
+  if (is_log(node.kind)) {
+    // The real size, so `tail -f` and friends see the file grow.
+    struct stat backing {};
+    const std::string path = log_path(node);
+    if ((open && open->fstat(&backing)) || (!path.empty() && ::stat(path.c_str(), &backing) == 0)) {
+      st.st_size = backing.st_size;
+      st.st_blocks = backing.st_blocks;
+      st.st_mtim = st.st_ctim = backing.st_mtim;
+    }
+  }
+  return st;
+}
+
+sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, const Requester& who) {
+  std::vector<DirEntry> out;
+  const mode_t dmode = mode_of(Kind::root);
+  switch (dir.kind) {
+    case Kind::root:
+      out.push_back({".", dir.ino, dmode});
+      out.push_back({"..", dir.ino, dmode});
+      for (const FileSpec& f : kRootFiles) out.push_back({f.name, fixed_ino(f.kind), mode_of(f.kind)});
+      return out;
+    case Kind::procs: {
+      out.push_back({".", dir.ino, dmode});
+      out.push_back({"..", fixed_ino(Kind::root), dmode});
+      std::vector<DirEntry> procs = list_procs(fs, who);
+      out.insert(out.end(), procs.begin(), procs.end());
+      return out;
+    }
+    case Kind::record_dir:
+      out.push_back({".", dir.ino, dmode});
+      out.push_back({"..", fixed_ino(Kind::procs), dmode});
+      for (const FileSpec& f : kRecordFiles)
+        out.push_back({f.name, record_ino(dir.record->serial, f.kind), mode_of(f.kind)});
+      return out;
+    case Kind::logs:
+      out.push_back({".", dir.ino, dmode});
+      out.push_back({"..", fixed_ino(Kind::root), dmode});
+      for (const sup::CommandStatus& st : fs.sup().list()) {
+        if (!fs.visible(st, who) || st.state == "empty") continue;
+        const Node n = fs.node_of(st, Kind::logs_entry);
+        out.push_back({st.bg_id + std::string(kLogSuffix), n.ino, mode_of(Kind::logs_entry)});
+      }
+      return out;
+    default:
+      return sup::Error{sup::Errc::not_a_directory, "not a directory"};
+  }
+}
+
+}  // namespace fsd
