@@ -1,0 +1,160 @@
+// The output files of a command: log, stdout, stderr, tail, logs/ID.log,
+// read by the tools people use on them.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+using FilesTest = SbxfsTest;
+
+TEST_F(FilesTest, LogStdoutStderrSeparation) {
+  // Pauses between the lines so the interleaving order is well defined.
+  std::string id = start("echo out1; sleep 0.1; echo err1 >&2; sleep 0.1; echo out2; sleep 0.1; echo err2 >&2");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  EXPECT_EQ(file("procs/" + id + "/stdout"), "out1\nout2\n");
+  EXPECT_EQ(file("procs/" + id + "/stderr"), "err1\nerr2\n");
+  EXPECT_EQ(log(id), "out1\nerr1\nout2\nerr2\n");
+}
+
+TEST_F(FilesTest, LogsDirHoldsTheSameBytes) {
+  std::string id = start("seq 1 2000; echo e >&2");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  std::string a = log(id);
+  std::string b = file("logs/" + id + ".log");
+  EXPECT_GT(a.size(), 8000u);
+  EXPECT_EQ(a, b);
+  auto names = list_dir(p("logs"));
+  EXPECT_NE(std::find(names.begin(), names.end(), id + ".log"), names.end());
+  struct stat st;
+  ASSERT_EQ(::stat(p("logs/" + id + ".log").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(static_cast<size_t>(st.st_size), a.size());
+  auto cmp = run("cmp \"$MNT/procs/$ID/log\" \"$MNT/logs/$ID.log\"", 10, {{"ID", id}});
+  EXPECT_EQ(cmp.code, 0) << cmp.out << cmp.err;
+}
+
+TEST_F(FilesTest, LogIsARegularFileWithItsRealSize) {
+  std::string id = start("printf 12345; while [ ! -e '" + dir_ + "/more' ]; do sleep 0.05; done; printf 6789");
+  ASSERT_FALSE(id.empty());
+  const std::string log_path = p("procs/" + id + "/log");
+  struct stat st;
+  ASSERT_TRUE(wait_until([&] { return ::stat(log_path.c_str(), &st) == 0 && st.st_size == 5; }, 5s))
+      << "st_size " << st.st_size;
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  ASSERT_EQ(write_file(dir_ + "/more", "", O_WRONLY | O_CREAT), 0);
+  EXPECT_TRUE(wait_until([&] { return ::stat(log_path.c_str(), &st) == 0 && st.st_size == 9; }, 5s))
+      << "st_size did not grow: " << st.st_size;
+  wait_ended(id);
+  EXPECT_EQ(log(id), "123456789");
+  ASSERT_EQ(::stat(p("procs/" + id + "/stdout").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 9);
+  ASSERT_EQ(::stat(p("procs/" + id + "/stderr").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+}
+
+TEST_F(FilesTest, TailIsTheLast4096Bytes) {
+  std::string id = start("seq 1 3000");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  std::string full = log(id);
+  ASSERT_GT(full.size(), 4096u);
+  std::string tail = file("procs/" + id + "/tail");
+  EXPECT_EQ(tail, full.substr(full.size() - 4096));
+  auto w = wait_json(id);
+  EXPECT_EQ(w["proc"]["logTail"], full.substr(full.size() - 4096));
+}
+
+TEST_F(FilesTest, TailOfShortLogIsTheWholeLog) {
+  std::string id = start("echo short; echo err >&2");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  EXPECT_EQ(file("procs/" + id + "/tail"), log(id));
+}
+
+TEST_F(FilesTest, ShellToolsOnLog) {
+  std::string id = start("seq 1 1000");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  std::string full = log(id);
+  auto r = run("tail -c 5 \"$MNT/procs/$ID/log\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "1000\n");
+  r = run("wc -c < \"$MNT/procs/$ID/log\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(std::stoul(r.out), full.size());
+  r = run("tail -n 2 \"$MNT/procs/$ID/log\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.out, "999\n1000\n");
+  r = run("head -n 3 \"$MNT/procs/$ID/stdout\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.out, "1\n2\n3\n");
+  r = run("grep -c . \"$MNT/logs/$ID.log\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.out, "1000\n");
+  r = run("cp \"$MNT/procs/$ID/log\" \"$T/copy\" && cat \"$T/copy\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, full);
+}
+
+TEST_F(FilesTest, PythonSeekAndRead) {
+  std::string id = start("printf 'abcdefghijklmnopqrstuvwxyz'");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  auto r = python(R"(
+import os
+f = open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/log', 'rb')
+f.seek(5); a = f.read(3)
+f.seek(-4, 2); b = f.read()
+f.seek(0); c = f.read(2)
+fd = os.open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/log', os.O_RDONLY)
+d = os.pread(fd, 4, 10)
+print(a.decode(), b.decode(), c.decode(), d.decode(), os.fstat(fd).st_size)
+)",
+                  20, {{"ID", id}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "fgh wxyz ab klmn 26\n");
+}
+
+TEST_F(FilesTest, TailFollowSeesLateLines) {
+  std::string id = start("echo first-line; while [ ! -e '" + dir_ +
+                         "/go' ]; do sleep 0.05; done; echo late-line; sleep 30");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return log(id) == "first-line\n"; }, 5s));
+  const std::string out = dir_ + "/tailf.out";
+  pid_t tail = spawn_bg("exec tail -f \"$MNT/procs/" + id + "/log\"", out);
+  ASSERT_GT(tail, 0);
+  ASSERT_TRUE(wait_until([&] { return read_file(out).data.find("first-line") != std::string::npos; }, 5s))
+      << "tail -f printed: " << read_file(out).data;
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  // coreutils tail polls a FUSE file every second.
+  EXPECT_TRUE(wait_until([&] { return read_file(out).data.find("late-line") != std::string::npos; }, 8s))
+      << "tail -f printed: " << read_file(out).data;
+  EXPECT_EQ(read_file(out).data.find("truncated"), std::string::npos) << read_file(out).data;
+  ::kill(-tail, SIGKILL);
+  wait_bg(tail, 5s);
+}
+
+TEST_F(FilesTest, LogReadableWhileRunningAndGrowing) {
+  std::string id = start("i=0; while [ $i -lt 20 ]; do echo line$i; i=$((i+1)); sleep 0.02; done");
+  ASSERT_FALSE(id.empty());
+  // Every read, at any moment, is a prefix of the final log.
+  std::vector<std::string> seen;
+  wait_until(
+      [&] {
+        seen.push_back(log(id));
+        return status_json(id)["running"] == false;
+      },
+      8s, 30ms);
+  auto final_log = log(id);
+  std::string want;
+  for (int i = 0; i < 20; ++i) want += "line" + std::to_string(i) + "\n";
+  EXPECT_EQ(final_log, want);
+  for (auto& s : seen) EXPECT_EQ(final_log.compare(0, s.size(), s), 0) << "not a prefix: " << s;
+}
+
+}  // namespace
+}  // namespace sbxit

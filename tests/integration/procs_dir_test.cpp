@@ -1,0 +1,168 @@
+// procs/: named slots (mkdir), procs/ID/cmd, restarting a named command, rmdir.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+using ProcsDirTest = SbxfsTest;
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST_F(ProcsDirTest, MkdirMakesAnEmptySlot) {
+  auto r = run("mkdir \"$MNT/procs/web\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(procs(), "web"));
+  struct stat st;
+  ASSERT_EQ(::stat(p("procs/web").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  auto names = list_dir(p("procs/web"));
+  for (const char* f : {"cmd", "status.json", "wait"})
+    EXPECT_TRUE(contains(names, f)) << f << " missing from an empty slot";
+  EXPECT_EQ(file("procs/web/cmd"), "") << "an empty slot's cmd reads empty";
+  auto s = status_json("web");
+  EXPECT_EQ(s["bgId"], "web");
+  EXPECT_EQ(s["state"], "empty");
+  EXPECT_EQ(s["running"], false);
+  // The root status counts neither running nor finished.
+  auto root = root_status();
+  EXPECT_EQ(root["procs"], json::array());
+  EXPECT_EQ(root["finished"], 0);
+}
+
+TEST_F(ProcsDirTest, MkdirWriteCmdReadWait) {
+  auto r = run(R"(mkdir "$MNT/procs/job" && echo 'echo in slot; exit 6' > "$MNT/procs/job/cmd" && cat "$MNT/procs/job/wait")");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto w = parse_json(r.out);
+  ASSERT_TRUE(w.is_object()) << r.out;
+  EXPECT_EQ(w["stillRunning"], false);
+  EXPECT_EQ(w["proc"]["bgId"], "job");
+  EXPECT_EQ(w["proc"]["exitCode"], 6);
+  EXPECT_EQ(w["proc"]["logTail"], "in slot\n");
+  EXPECT_EQ(file("procs/job/cmd"), "echo in slot; exit 6\n");
+  EXPECT_EQ(file("logs/job.log"), "in slot\n");
+}
+
+TEST_F(ProcsDirTest, SlotCmdReadBack) {
+  ASSERT_EQ(mkdir_errno(p("procs/rb")), 0);
+  auto r = run(R"(exec 3<>"$MNT/procs/rb/cmd"; echo true >&3; read -r id <&3; echo "$id")");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "rb\n");
+}
+
+TEST_F(ProcsDirTest, JsonInSlotCmdWithMatchingName) {
+  ASSERT_EQ(mkdir_errno(p("procs/js")), 0);
+  EXPECT_EQ(write_file(p("procs/js/cmd"), R"({"cmd": "echo json slot", "name": "js", "note": "n"})"), 0);
+  auto w = wait_json("js");
+  EXPECT_EQ(w["proc"]["note"], "n");
+  EXPECT_EQ(w["proc"]["logTail"], "json slot\n");
+}
+
+TEST_F(ProcsDirTest, MismatchedNameInSlotCmdIsRejected) {
+  ASSERT_EQ(mkdir_errno(p("procs/slotA")), 0);
+  EXPECT_EQ(write_file(p("procs/slotA/cmd"), R"({"cmd": "true", "name": "slotB"})" "\n"), EINVAL);
+  EXPECT_EQ(status_json("slotA")["state"], "empty");
+  EXPECT_FALSE(contains(procs(), "slotB"));
+}
+
+TEST_F(ProcsDirTest, WritingCmdOfAnEndedNamedCommandStartsItAgain) {
+  std::string id = start(R"({"cmd": "echo first; exit 1", "name": "again"})");
+  ASSERT_EQ(id, "again");
+  auto w1 = wait_json(id);
+  EXPECT_EQ(w1["proc"]["exitCode"], 1);
+  pid_t pid1 = w1["proc"]["pid"].get<pid_t>();
+  auto r = run("echo 'echo second' > \"$MNT/procs/again/cmd\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto w2 = wait_json(id);
+  EXPECT_EQ(w2["proc"]["exitCode"], 0);
+  EXPECT_EQ(w2["proc"]["cmd"], "echo second");
+  EXPECT_NE(w2["proc"]["pid"].get<pid_t>(), pid1);
+  EXPECT_EQ(log(id), "second\n") << "the old log is replaced";
+  EXPECT_EQ(file("logs/again.log"), "second\n");
+  EXPECT_EQ(file("procs/again/stdout"), "second\n");
+  auto names = procs();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "again"), 1);
+}
+
+TEST_F(ProcsDirTest, WritingCmdOfARunningCommandIsEBUSY) {
+  std::string id = start(R"({"cmd": "sleep 30", "name": "busy"})");
+  ASSERT_EQ(id, "busy");
+  pid_t pid = status_json(id)["pid"].get<pid_t>();
+  auto r = bash("echo 'echo other' > \"$MNT/procs/busy/cmd\"");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("Device or resource busy"), std::string::npos) << r.err;
+  auto s = status_json(id);
+  EXPECT_EQ(s["pid"], pid);
+  EXPECT_EQ(s["cmd"], "sleep 30");
+  auto errs = errors();
+  ASSERT_FALSE(errs.empty());
+  EXPECT_EQ(errs.back()["errno"], "EBUSY");
+  EXPECT_EQ(errs.back()["path"], "procs/busy/cmd");
+}
+
+TEST_F(ProcsDirTest, MkdirOfATakenNameIsEEXIST) {
+  ASSERT_EQ(mkdir_errno(p("procs/dup")), 0);
+  EXPECT_EQ(mkdir_errno(p("procs/dup")), EEXIST);
+  std::string id = start("true");
+  EXPECT_EQ(mkdir_errno(p("procs/" + id)), EEXIST);
+  // A name taken by a slot cannot be used by a request on the root cmd.
+  EXPECT_EQ(write_file(p("cmd"), R"({"cmd": "true", "name": "dup"})" "\n"), EEXIST);
+}
+
+TEST_F(ProcsDirTest, MkdirOfABadNameIsEINVAL) {
+  auto before = procs();
+  EXPECT_EQ(mkdir_errno(p("procs/a b")), EINVAL);
+  EXPECT_EQ(mkdir_errno(p("procs/" + std::string(65, 'x'))), EINVAL);
+  EXPECT_EQ(mkdir_errno(p("procs/semi;colon")), EINVAL);
+  EXPECT_EQ(procs(), before);
+  auto errs = errors();
+  ASSERT_FALSE(errs.empty());
+  EXPECT_EQ(errs.back()["errno"], "EINVAL");
+  EXPECT_NE(errs.back()["path"].get<std::string>().find("mkdir"), std::string::npos) << errs.back().dump();
+}
+
+TEST_F(ProcsDirTest, RmdirRemovesAnEndedCommand) {
+  std::string id = start("echo bye");
+  ASSERT_FALSE(id.empty());
+  wait_ended(id);
+  auto r = run("rmdir \"$MNT/procs/$ID\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(contains(procs(), id));
+  EXPECT_EQ(stat_errno(p("procs/" + id)), ENOENT);
+  EXPECT_EQ(stat_errno(p("logs/" + id + ".log")), ENOENT);
+  EXPECT_FALSE(contains(list_dir(p("logs")), id + ".log"));
+  EXPECT_EQ(stat_errno(state_ + "/procs/" + id), ENOENT) << "record and logs removed from the state dir";
+  EXPECT_EQ(root_status()["finished"], 0);
+  // Ids are never reused.
+  std::string next = start("true");
+  EXPECT_GT(next, id);
+}
+
+TEST_F(ProcsDirTest, RmdirOfARunningCommandIsEBUSY) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(rmdir_errno(p("procs/" + id)), EBUSY);
+  EXPECT_TRUE(contains(procs(), id));
+  EXPECT_EQ(status_json(id)["running"], true);
+}
+
+TEST_F(ProcsDirTest, RmdirOfAnEmptySlotAndOfANamedCommand) {
+  ASSERT_EQ(mkdir_errno(p("procs/tmpslot")), 0);
+  EXPECT_EQ(rmdir_errno(p("procs/tmpslot")), 0);
+  EXPECT_FALSE(contains(procs(), "tmpslot"));
+  std::string id = start(R"({"cmd": "true", "name": "named1"})");
+  wait_ended(id);
+  EXPECT_EQ(rmdir_errno(p("procs/named1")), 0);
+  EXPECT_FALSE(contains(procs(), "named1"));
+  // The name is free again.
+  EXPECT_EQ(mkdir_errno(p("procs/named1")), 0);
+}
+
+}  // namespace
+}  // namespace sbxit

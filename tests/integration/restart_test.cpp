@@ -1,0 +1,219 @@
+// The daemon dies or is stopped; its commands carry on and the next daemon
+// serves them again. Also: one daemon per state directory and mount point.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+using RestartTest = SbxfsTest;
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool blocked_in_fuse(pid_t pid) {
+  auto w = read_file("/proc/" + std::to_string(pid) + "/wchan").data;
+  return w.find("fuse") != std::string::npos || w.find("request_wait") != std::string::npos;
+}
+
+TEST_F(RestartTest, KillNineThenRestart) {
+  std::string a = start("sleep 30");
+  std::string b = start("while [ ! -e '" + dir_ + "/go' ]; do sleep 0.05; done; exit 5");
+  std::string c = start("exit 3");
+  ASSERT_FALSE(a.empty() || b.empty() || c.empty());
+  wait_ended(c);
+  pid_t pa = status_json(a)["pid"].get<pid_t>();
+  pid_t pb = status_json(b)["pid"].get<pid_t>();
+  // A reader blocked in wait when the daemon dies.
+  pid_t waiter = spawn_bg("exec cat \"$MNT/procs/" + a + "/wait\"", dir_ + "/waiter.out");
+  wait_until([&] { return blocked_in_fuse(waiter); }, 3s);
+
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  // The old mount is dead: ENOTCONN, for syscalls and for shells.
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 1) << "the stale mount stays until the next start";
+  // (stat() may still be answered from the attribute cache; open() may not.)
+  EXPECT_EQ(read_file(p("status.json")).err, ENOTCONN);
+  EXPECT_EQ(read_file(p("procs/" + a + "/status.json")).err, ENOTCONN);
+  auto ls = run("ls \"$MNT\"");
+  EXPECT_NE(ls.code, 0);
+  EXPECT_NE(ls.err.find("Transport endpoint is not connected"), std::string::npos) << ls.err;
+  EXPECT_EQ(write_file(p("cmd"), "true\n"), ENOTCONN);
+  auto wrc = wait_bg(waiter, 5s);
+  ASSERT_TRUE(wrc.has_value()) << "the blocked wait reader was not released by the crash";
+  EXPECT_NE(*wrc, 0);
+  // The commands carry on without the daemon; B ends meanwhile.
+  EXPECT_TRUE(pid_alive(pa));
+  EXPECT_TRUE(pid_alive(pb));
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  ASSERT_TRUE(wait_until([&] { return !pid_alive(pb); }, 5s));
+
+  ASSERT_TRUE(start_daemon()) << "the new daemon must clean up the stale mount";
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 1) << "the stale mount was not removed";
+  auto names = procs();
+  EXPECT_TRUE(contains(names, a) && contains(names, b) && contains(names, c));
+  auto sa = status_json(a);
+  EXPECT_EQ(sa["running"], true);
+  EXPECT_EQ(sa["pid"], pa);
+  auto sb = status_json(b);
+  EXPECT_EQ(sb["running"], false);
+  EXPECT_EQ(sb["exitCode"], 5) << "B ended while no daemon ran; its real exit code is recovered";
+  EXPECT_EQ(sb["endReason"], "exited");
+  EXPECT_TRUE(is_iso_time(sb["finishedAt"]));
+  EXPECT_EQ(status_json(c)["exitCode"], 3);
+  auto root = root_status();
+  ASSERT_TRUE(root["procs"].is_array());
+  ASSERT_EQ(root["procs"].size(), 1u) << root.dump();
+  EXPECT_EQ(root["procs"][0]["bgId"], a);
+  EXPECT_EQ(root["finished"], 2);
+  EXPECT_EQ(root["supervisor"]["pid"], daemon_pid());
+  EXPECT_EQ(log(c), "");
+  // A is stoppable as before.
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", a}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(pid_alive(pa));
+  EXPECT_EQ(status_json(a)["endReason"], "stopped");
+  // Ids are never reused.
+  std::string d = start("true");
+  EXPECT_GT(d, c);
+}
+
+TEST_F(RestartTest, WaitAfterRestartSeesTheEnd) {
+  std::string a = start("while [ ! -e '" + dir_ + "/go' ]; do sleep 0.05; done; echo done; exit 9");
+  ASSERT_FALSE(a.empty());
+  ASSERT_TRUE(restart_daemon());
+  const std::string out = dir_ + "/wait.out";
+  pid_t waiter = spawn_bg("exec cat \"$MNT/procs/" + a + "/wait\"", out);
+  EXPECT_FALSE(wait_bg(waiter, 300ms).has_value()) << "wait returned while the command runs";
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  auto rc = wait_bg(waiter, 10s);
+  ASSERT_TRUE(rc.has_value()) << "the re-adopted command's end did not wake wait";
+  auto w = parse_json(read_file(out).data);
+  ASSERT_TRUE(w.is_object()) << read_file(out).data;
+  EXPECT_EQ(w["proc"]["exitCode"], 9);
+  EXPECT_EQ(w["proc"]["logTail"], "done\n") << "output after the restart is still logged";
+}
+
+TEST_F(RestartTest, UnknownWhenMonitorVanishedToo) {
+  std::string a = start("sleep 30");
+  ASSERT_FALSE(a.empty());
+  pid_t pa = status_json(a)["pid"].get<pid_t>();
+  auto mon = parse_json(read_file(state_ + "/procs/" + a + "/monitor.json").data);
+  ASSERT_TRUE(mon.is_object() && mon["monitorPid"].is_number_integer()) << mon.dump();
+  pid_t pm = mon["monitorPid"].get<pid_t>();
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ::kill(pm, SIGKILL);
+  ::kill(-pa, SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return !pid_alive(pm) && !pid_alive(pa); }, 5s));
+  ASSERT_TRUE(start_daemon());
+  auto s = status_json(a);
+  EXPECT_EQ(s["running"], false);
+  EXPECT_EQ(s["exitCode"], -1);
+  EXPECT_EQ(s["endReason"], "unknown");
+}
+
+TEST_F(RestartTest, SigtermUnmountsAndCommandsKeepRunning) {
+  std::string a = start("sleep 30");
+  ASSERT_FALSE(a.empty());
+  pid_t pa = status_json(a)["pid"].get<pid_t>();
+  EXPECT_EQ(kill_daemon(SIGTERM), 0) << "SIGTERM: unmount and exit 0";
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 0) << "unmounted cleanly";
+  EXPECT_TRUE(pid_alive(pa)) << "the command keeps running";
+  ASSERT_TRUE(start_daemon());
+  auto s = status_json(a);
+  EXPECT_EQ(s["running"], true);
+  EXPECT_EQ(s["pid"], pa);
+  EXPECT_EQ(run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", a}}).code, 0);
+  EXPECT_FALSE(pid_alive(pa));
+}
+
+TEST_F(RestartTest, SigintUnmountsToo) {
+  EXPECT_EQ(kill_daemon(SIGINT), 0);
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 0);
+}
+
+TEST_F(RestartTest, FusermountUnmountEndsTheDaemon) {
+  std::string a = start("sleep 30");
+  ASSERT_FALSE(a.empty());
+  pid_t pa = status_json(a)["pid"].get<pid_t>();
+  auto r = run_argv({"fusermount3", "-u", mnt_}, 10);
+  EXPECT_EQ(r.code, 0) << r.err;
+  pid_t d = daemon_pid();
+  int st = 0;
+  EXPECT_TRUE(wait_until([&] { return ::waitpid(d, &st, WNOHANG) == d; }, 5s)) << "the daemon did not exit";
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+  adopt_daemon(0);
+  EXPECT_TRUE(pid_alive(pa));
+  ASSERT_TRUE(start_daemon());
+  EXPECT_EQ(status_json(a)["running"], true);
+}
+
+TEST_F(RestartTest, CorruptRecordLoadsAsError) {
+  std::string a = start("exit 1");
+  std::string b = start("exit 2");
+  wait_ended(a);
+  wait_ended(b);
+  ASSERT_EQ(kill_daemon(SIGTERM), 0);
+  ASSERT_EQ(write_file(state_ + "/procs/" + a + "/exit.json", "{ this is not json", O_WRONLY | O_TRUNC), 0);
+  ASSERT_TRUE(start_daemon());
+  auto s = status_json(a);
+  EXPECT_EQ(s["state"], "error") << s.dump();
+  EXPECT_TRUE(s["error"].is_object() && s["error"]["message"].is_string()) << s.dump();
+  EXPECT_EQ(status_json(b)["exitCode"], 2) << "the other records load normally";
+}
+
+TEST_F(RestartTest, SecondDaemonOnTheSameStateDirIsRefused) {
+  ASSERT_EQ(mkdir_errno(dir_ + "/mnt2"), 0);
+  auto r = run_argv({SBXFS_PATH, "-f", "--state-dir", state_, dir_ + "/mnt2"}, 10);
+  if (sbxfs_mount_count(dir_ + "/mnt2") > 0) run_argv({"fusermount3", "-uz", dir_ + "/mnt2"}, 10);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("in use by pid " + std::to_string(daemon_pid())), std::string::npos) << r.err;
+  EXPECT_EQ(stat_errno(p("status.json")), 0) << "the first daemon still serves";
+  // The same without -f.
+  r = run_argv({SBXFS_PATH, "--state-dir", state_, dir_ + "/mnt2"}, 10);
+  if (sbxfs_mount_count(dir_ + "/mnt2") > 0) run_argv({"fusermount3", "-uz", dir_ + "/mnt2"}, 10);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;
+}
+
+TEST_F(RestartTest, LiveMountAtTheMountPointIsRefused) {
+  ASSERT_EQ(mkdir_errno(dir_ + "/state2"), 0);
+  auto r = run_argv({SBXFS_PATH, "-f", "--state-dir", dir_ + "/state2", mnt_}, 10);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_FALSE(r.err.empty()) << "an error message is expected";
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 1);
+  EXPECT_EQ(stat_errno(p("status.json")), 0) << "the first daemon still serves";
+  EXPECT_EQ(root_status()["supervisor"]["pid"], daemon_pid());
+}
+
+TEST_F(RestartTest, BackgroundModeReturnsOnceMounted) {
+  std::string a = start("sleep 30");
+  ASSERT_EQ(kill_daemon(SIGTERM), 0);
+  auto r = run_argv({SBXFS_PATH, "--state-dir", state_, mnt_}, 10);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(r.seconds, 5.0);
+  // Mounted when it returned: no waiting.
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 1);
+  auto root = root_status();
+  ASSERT_TRUE(root.is_object());
+  ASSERT_TRUE(root["supervisor"]["pid"].is_number_integer());
+  pid_t bg = root["supervisor"]["pid"].get<pid_t>();
+  adopt_daemon(bg);
+  EXPECT_TRUE(pid_alive(bg));
+  EXPECT_EQ(status_json(a)["running"], true);
+  // It keeps serving after the starter returned.
+  std::string b = start("exit 4");
+  EXPECT_EQ(wait_json(b)["proc"]["exitCode"], 4);
+  // And SIGTERM unmounts it.
+  EXPECT_EQ(kill_daemon(SIGTERM), 0);
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 0);
+  ASSERT_TRUE(start_daemon());
+}
+
+}  // namespace
+}  // namespace sbxit

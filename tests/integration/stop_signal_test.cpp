@@ -1,0 +1,175 @@
+// procs/ID/stop and procs/ID/signal.
+#include <signal.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+using StopSignalTest = SbxfsTest;
+
+std::vector<pid_t> read_pids(const std::string& path) {
+  std::vector<pid_t> out;
+  std::istringstream in(read_file(path).data);
+  pid_t p;
+  while (in >> p) out.push_back(p);
+  return out;
+}
+
+TEST_F(StopSignalTest, StopReturnsOnceTheWholeTreeIsGone) {
+  // A child in the group, a grandchild that left it with setsid, and the root.
+  const std::string pids = dir_ + "/pids";
+  std::string id = start("sleep 30 & echo $! >> '" + pids + "'; setsid sh -c 'echo $$ >> \"" + pids +
+                         "\"; exec sleep 30' & sleep 30");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return read_pids(pids).size() == 2; }, 5s)) << read_file(pids).data;
+  std::vector<pid_t> tree = read_pids(pids);
+  auto s = status_json(id);
+  ASSERT_TRUE(s["pid"].is_number_integer());
+  tree.push_back(s["pid"].get<pid_t>());
+  for (pid_t pid : tree) ASSERT_TRUE(pid_alive(pid)) << pid;
+  // The setsid'd one really left the command's session.
+  EXPECT_NE(::getsid(tree[1]), tree[2]);
+
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(r.seconds, 4.0) << "SIGTERM should have ended everything without the SIGKILL grace";
+  // The write returned: nothing of the tree is left, no waiting here.
+  for (pid_t pid : tree) EXPECT_FALSE(pid_alive(pid)) << "pid " << pid << " survived the stop";
+  s = status_json(id);
+  EXPECT_EQ(s["running"], false);
+  EXPECT_EQ(s["state"], "exited");
+  EXPECT_EQ(s["endReason"], "stopped");
+  EXPECT_EQ(s["exitCode"], -1);
+  EXPECT_EQ(s["signal"], "SIGTERM");
+  EXPECT_EQ(s["timedOut"], false);
+}
+
+TEST_F(StopSignalTest, StopOfAnEndedCommandChangesNothing) {
+  std::string id = start("exit 5");
+  ASSERT_FALSE(id.empty());
+  auto before = wait_ended(id);
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(r.seconds, 2.0);
+  auto after = status_json(id);
+  EXPECT_EQ(after["exitCode"], 5);
+  EXPECT_EQ(after["endReason"], "exited");
+  EXPECT_EQ(after["finishedAt"], before["finishedAt"]);
+}
+
+TEST_F(StopSignalTest, StopByAnyWriteAndFromPython) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  auto r = python(R"(
+import os
+with open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/stop', 'w') as f:
+    f.write('please\n')
+)",
+                  20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(status_json(id)["endReason"], "stopped");
+}
+
+TEST_F(StopSignalTest, InterruptedStopStillCompletes) {
+  std::string id = start(R"({"cmd": "trap '' TERM; sleep 30", "stopGraceSec": 1.5})");
+  ASSERT_FALSE(id.empty());
+  pid_t root = status_json(id)["pid"].get<pid_t>();
+  auto r = run("timeout 0.3 sh -c 'echo > \"$MNT/procs/$ID/stop\"'", 10, {{"ID", id}});
+  EXPECT_EQ(r.code, 124) << "the stop write should have been interrupted: " << r.err;
+  EXPECT_LT(r.seconds, 1.3) << "the interrupted stop write was not released at once";
+  auto s = wait_ended(id, 8s);
+  EXPECT_EQ(s["endReason"], "stopped");
+  EXPECT_EQ(s["signal"], "SIGKILL");
+  EXPECT_FALSE(pid_alive(root));
+}
+
+TEST_F(StopSignalTest, SignalByNumberNameAndSigname) {
+  const std::string trap_script =
+      "trap 'echo got USR1' USR1; trap 'echo got USR2' USR2; trap 'echo got HUP' HUP; "
+      "echo ready; while :; do sleep 0.05; done";
+  std::string id = start(trap_script);
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return log(id) == "ready\n"; }, 5s));
+  auto send = [&](const std::string& text) {
+    return bash("printf '%s' \"$SIG\" > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}, {"SIG", text}});
+  };
+  auto r = send(std::to_string(SIGUSR1) + "\n");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(wait_until([&] { return log(id).find("got USR1") != std::string::npos; }, 5s)) << log(id);
+  r = send("  usr2 \n");  // whitespace trimmed, case-insensitive
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(wait_until([&] { return log(id).find("got USR2") != std::string::npos; }, 5s)) << log(id);
+  r = send("SIGHUP");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(wait_until([&] { return log(id).find("got HUP") != std::string::npos; }, 5s)) << log(id);
+  EXPECT_EQ(status_json(id)["running"], true) << "trapped signals leave the command running";
+}
+
+TEST_F(StopSignalTest, SignalReachesTheWholeTree) {
+  const std::string pids = dir_ + "/pids";
+  std::string id = start("sleep 30 & echo $! >> '" + pids + "'; setsid sh -c 'echo $$ >> \"" + pids +
+                         "\"; exec sleep 30' & wait");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return read_pids(pids).size() == 2; }, 5s));
+  auto tree = read_pids(pids);
+  auto r = bash("echo TERM > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (pid_t pid : tree) EXPECT_TRUE(wait_until([&] { return !pid_alive(pid); }, 5s)) << pid;
+  auto s = wait_ended(id);
+  EXPECT_EQ(s["exitCode"], -1);
+  EXPECT_EQ(s["signal"], "SIGTERM");
+  EXPECT_EQ(s["endReason"], "killed") << "a signal other than stop/timeout";
+}
+
+TEST_F(StopSignalTest, BogusSignalIsEINVAL) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  for (std::string bogus : {"BOGUS", "SIGFOO", "12abc", "-3"}) {
+    auto r = bash("echo \"$SIG\" > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}, {"SIG", bogus}});
+    EXPECT_EQ(r.code, 1) << bogus;
+    EXPECT_NE(r.err.find("Invalid argument"), std::string::npos) << bogus << ": " << r.err;
+  }
+  auto py = python(R"(
+import os
+fd = os.open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/signal', os.O_WRONLY)
+try:
+    os.write(fd, b'NOTASIGNAL\n'); print('ok')
+except OSError as e:
+    print(e.errno)
+)",
+                   20, {{"ID", id}});
+  EXPECT_EQ(py.out, std::to_string(EINVAL) + "\n") << py.err;
+  EXPECT_EQ(status_json(id)["running"], true);
+  auto errs = errors();
+  ASSERT_FALSE(errs.empty());
+  EXPECT_EQ(errs.back()["errno"], "EINVAL");
+  EXPECT_EQ(errs.back()["path"], "procs/" + id + "/signal");
+  EXPECT_TRUE(errs.back()["error"].is_string());
+}
+
+TEST_F(StopSignalTest, SignalAfterEndIsESRCH) {
+  std::string id = start("true");
+  ASSERT_FALSE(id.empty());
+  wait_ended(id);
+  auto r = bash("echo TERM > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("No such process"), std::string::npos) << r.err;
+  auto py = python(R"(
+import os
+fd = os.open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/signal', os.O_WRONLY)
+try:
+    os.write(fd, b'15'); print('ok')
+except OSError as e:
+    print(e.errno)
+)",
+                   20, {{"ID", id}});
+  EXPECT_EQ(py.out, std::to_string(ESRCH) + "\n") << py.err;
+}
+
+}  // namespace
+}  // namespace sbxit
