@@ -1,0 +1,528 @@
+// bench_mount: the in-process figures of bench/run, against a mounted sbxfs,
+// as Google Benchmark targets. Every target runs one operation per
+// repetition (Iterations(1), manual time), so the JSON output holds one
+// sample per repetition and bench/run reports median and min-max; with
+// --benchmark_enable_random_interleaving=true the figure and its baseline
+// alternate in time, which is fairer on a noisy machine.
+//
+//   bench_mount --mount=DIR --group=GROUP [--runs=N] [--tsp=PATH]
+//               [--stamp=PATH] [--delay-ms=MS] [benchmark flags...]
+//
+// GROUP:
+//   roundtrip  sbxfs_roundtrip: open/write/read/close on cmd ({"argv":["/bin/true"]}),
+//              then open/read-to-EOF/close on procs/ID/wait;
+//              posix_spawn_true: posix_spawn + waitpid of /bin/true;
+//              tsp_true (with --tsp): posix_spawn + waitpid of `tsp -f true`
+//   shell      sbxfs_shell: bash -c 'exec 3<>cmd; echo true >&3; read id <&3;
+//              exec 3>&-; cat procs/$id/wait'; bash_true: bash -c true
+//   wake       sbxfs_wake / waitpid_wake: from bench_stamp's CLOCK_MONOTONIC
+//              stamp (its last instruction) to the waiter's own clock when the
+//              wait read (resp. waitpid) returns
+//   listing    status_json: open/read/close of status.json; ls_procs: `ls DIR/procs`
+//              to /dev/null; readdir_procs: opendir/readdir/closedir in process;
+//              ls_baseline (with --ls-baseline=DIR): `ls DIR` to /dev/null, e.g. the
+//              state directory's procs/ (the same names in a plain directory)
+//
+// Utility modes (not benchmarks; one JSON line on stdout):
+//   bench_mount --mount=DIR --fill=N [--par=P] --req=JSON   start N commands
+//   bench_mount --mount=DIR --stop [--par=P] < ids             write procs/ID/stop
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+extern char** environ;
+
+namespace {
+
+struct Config {
+  std::string mount;
+  std::string group;
+  int runs = 100;
+  std::string tsp;
+  std::string stamp;
+  int delay_ms = 10;
+  long fill = -1;
+  int par = 4;
+  std::string req;
+  std::string ls_baseline;
+  bool stop = false;
+};
+Config cfg;
+
+int64_t mono_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t(t.tv_sec) * 1000000000LL + t.tv_nsec;
+}
+
+std::string read_fd(int fd, int* err = nullptr) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, size_t(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && err) *err = errno;
+    break;
+  }
+  return out;
+}
+
+// open, read to EOF, close. Empty string and *err set on failure.
+std::string slurp(const std::string& path, int* err = nullptr) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (err) *err = errno;
+    return {};
+  }
+  std::string s = read_fd(fd, err);
+  ::close(fd);
+  return s;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// The documented start: write the request to cmd, read the bgId back from
+// the same open file. Returns false with a reason in *why.
+bool start(const std::string& req, std::string* id, std::string* why) {
+  int fd = ::open((cfg.mount + "/cmd").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::string("open cmd: ") + std::strerror(errno);
+    return false;
+  }
+  ssize_t w = ::write(fd, req.data(), req.size());
+  if (w != ssize_t(req.size())) {
+    int e = errno;
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    *why = std::string("write cmd: ") + std::strerror(e) + (n > 0 ? ": " + trim(std::string(buf, size_t(n))) : "");
+    ::close(fd);
+    return false;
+  }
+  char buf[256];
+  ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) {
+    *why = std::string("read cmd: ") + (n < 0 ? std::strerror(errno) : "EOF");
+    return false;
+  }
+  *id = trim(std::string(buf, size_t(n)));
+  if (id->rfind("error", 0) == 0) {
+    *why = *id;
+    return false;
+  }
+  return true;
+}
+
+// posix_spawn(p) + waitpid; stdout to out_fd (or /dev/null). Returns the wait status or -1.
+int spawn_wait(const std::vector<std::string>& args, int out_fd = -1, bool search = false) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (out_fd >= 0)
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  else
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = search ? posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ)
+                  : posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o + "\"";
+}
+
+// ---- roundtrip -------------------------------------------------------------
+
+void BM_sbxfs_roundtrip(benchmark::State& state) {
+  const std::string req = "{\"argv\": [\"/bin/true\"]}\n";
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    std::string id, why;
+    if (!start(req, &id, &why)) {
+      state.SkipWithError(why.c_str());
+      break;
+    }
+    int err = 0;
+    std::string ans = slurp(cfg.mount + "/procs/" + id + "/wait", &err);
+    int64_t t1 = mono_ns();
+    if (err || ans.find("\"stillRunning\": false") == std::string::npos) {
+      state.SkipWithError(("wait: " + (err ? std::string(std::strerror(err)) : ans)).c_str());
+      break;
+    }
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+}
+
+void BM_posix_spawn_true(benchmark::State& state) {
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    int st = spawn_wait({"/bin/true"});
+    int64_t t1 = mono_ns();
+    if (st != 0) {
+      state.SkipWithError("posix_spawn /bin/true failed");
+      break;
+    }
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+}
+
+void BM_tsp_true(benchmark::State& state) {
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    int st = spawn_wait({cfg.tsp, "-f", "true"});
+    int64_t t1 = mono_ns();
+    if (st != 0) {
+      state.SkipWithError("tsp -f true failed");
+      break;
+    }
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+}
+
+// ---- shell -----------------------------------------------------------------
+
+void BM_sbxfs_shell(benchmark::State& state) {
+  const std::string snippet =
+      "exec 3<>\"$1/cmd\"; echo true >&3; read -r id <&3; exec 3>&-; cat \"$1/procs/$id/wait\"";
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    int st = spawn_wait({"/bin/bash", "-c", snippet, "bash", cfg.mount});
+    int64_t t1 = mono_ns();
+    if (st != 0) {
+      state.SkipWithError("the shell round trip failed");
+      break;
+    }
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+}
+
+void BM_bash_true(benchmark::State& state) {
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    int st = spawn_wait({"/bin/bash", "-c", "true"});
+    int64_t t1 = mono_ns();
+    if (st != 0) {
+      state.SkipWithError("bash -c true failed");
+      break;
+    }
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+}
+
+// ---- wake ------------------------------------------------------------------
+
+void BM_sbxfs_wake(benchmark::State& state) {
+  const std::string req =
+      "{\"argv\": [" + json_str(cfg.stamp) + ", \"" + std::to_string(cfg.delay_ms) + "\"]}\n";
+  long late = 0;
+  for (auto _ : state) {
+    bool done = false;
+    for (int attempt = 0; attempt < 5 && !done; ++attempt) {
+      std::string id, why;
+      if (!start(req, &id, &why)) {
+        state.SkipWithError(why.c_str());
+        return;
+      }
+      int fd = ::open((cfg.mount + "/procs/" + id + "/wait").c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        state.SkipWithError("open wait");
+        return;
+      }
+      int64_t issued = mono_ns();
+      int err = 0;
+      std::string ans = read_fd(fd, &err);
+      int64_t t1 = mono_ns();
+      ::close(fd);
+      if (err || ans.find("\"stillRunning\": false") == std::string::npos) {
+        state.SkipWithError("wait failed");
+        return;
+      }
+      long long stamp = std::atoll(slurp(cfg.mount + "/procs/" + id + "/stdout").c_str());
+      if (stamp <= 0) {
+        state.SkipWithError("no stamp in stdout");
+        return;
+      }
+      if (stamp < issued) {  // ended before the read was issued: not a wake-up
+        ++late;
+        continue;
+      }
+      state.SetIterationTime(double(t1 - stamp) / 1e9);
+      done = true;
+    }
+    if (!done) {
+      state.SkipWithError("the command always ended before the wait read was issued; raise --delay-ms");
+      return;
+    }
+  }
+  state.counters["late"] = double(late);
+}
+
+void BM_waitpid_wake(benchmark::State& state) {
+  for (auto _ : state) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) {
+      state.SkipWithError("pipe");
+      break;
+    }
+    std::vector<std::string> args = {cfg.stamp, std::to_string(cfg.delay_ms)};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(p[1]);
+    if (rc != 0) {
+      ::close(p[0]);
+      state.SkipWithError("posix_spawn bench_stamp");
+      break;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    int64_t t1 = mono_ns();
+    long long stamp = std::atoll(read_fd(p[0]).c_str());
+    ::close(p[0]);
+    if (stamp <= 0) {
+      state.SkipWithError("no stamp");
+      break;
+    }
+    state.SetIterationTime(double(t1 - stamp) / 1e9);
+  }
+}
+
+// ---- listing ---------------------------------------------------------------
+
+void BM_status_json(benchmark::State& state) {
+  size_t bytes = 0;
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    int err = 0;
+    std::string s = slurp(cfg.mount + "/status.json", &err);
+    int64_t t1 = mono_ns();
+    if (err || s.empty()) {
+      state.SkipWithError("read status.json");
+      break;
+    }
+    bytes = s.size();
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+  state.counters["bytes"] = double(bytes);
+}
+
+void BM_ls_procs(benchmark::State& state) {
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    int st = spawn_wait({"/bin/ls", cfg.mount + "/procs"});
+    int64_t t1 = mono_ns();
+    if (st != 0) {
+      state.SkipWithError("ls procs failed");
+      break;
+    }
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+}
+
+void BM_ls_baseline(benchmark::State& state) {
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    int st = spawn_wait({"/bin/ls", cfg.ls_baseline});
+    int64_t t1 = mono_ns();
+    if (st != 0) {
+      state.SkipWithError("ls of the baseline directory failed");
+      break;
+    }
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+}
+
+void BM_readdir_procs(benchmark::State& state) {
+  long entries = 0;
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    DIR* d = opendir((cfg.mount + "/procs").c_str());
+    if (!d) {
+      state.SkipWithError("opendir procs");
+      break;
+    }
+    long n = 0;
+    while (readdir(d)) ++n;
+    closedir(d);
+    int64_t t1 = mono_ns();
+    entries = n;
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+  state.counters["entries"] = double(entries);
+}
+
+// ---- utility modes ---------------------------------------------------------
+
+int fill() {
+  std::atomic<long> next{0}, ok{0}, errors{0};
+  std::mutex mu;
+  std::string first_error;
+  const std::string req = cfg.req.empty() || cfg.req.back() != '\n' ? cfg.req + "\n" : cfg.req;
+  int64_t t0 = mono_ns();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < cfg.par; ++t)
+    ts.emplace_back([&] {
+      while (next.fetch_add(1) < cfg.fill) {
+        std::string id, why;
+        bool done = false;
+        for (int attempt = 0; attempt < 20 && !done; ++attempt) {
+          done = start(req, &id, &why);
+          if (!done && why.find("EAGAIN") != std::string::npos) {
+            usleep(10000);
+            continue;
+          }
+          break;
+        }
+        if (done) {
+          ++ok;
+        } else {
+          ++errors;
+          std::lock_guard g(mu);
+          if (first_error.empty()) first_error = why;
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  double secs = double(mono_ns() - t0) / 1e9;
+  std::printf("{\"started\": %ld, \"errors\": %ld, \"seconds\": %.6f, \"firstError\": %s}\n", ok.load(),
+              errors.load(), secs, json_str(first_error).c_str());
+  return errors.load() ? 1 : 0;
+}
+
+int stop_all() {
+  std::vector<std::string> ids;
+  for (std::string line; std::getline(std::cin, line);)
+    if (!trim(line).empty()) ids.push_back(trim(line));
+  std::atomic<size_t> next{0};
+  std::atomic<long> ok{0}, errors{0};
+  int64_t t0 = mono_ns();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < cfg.par; ++t)
+    ts.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < ids.size();) {
+        int fd = ::open((cfg.mount + "/procs/" + ids[i] + "/stop").c_str(), O_WRONLY | O_CLOEXEC);
+        bool good = fd >= 0 && ::write(fd, "\n", 1) == 1;
+        if (fd >= 0) good = ::close(fd) == 0 && good;
+        (good ? ok : errors)++;
+      }
+    });
+  for (auto& t : ts) t.join();
+  std::printf("{\"stopped\": %ld, \"errors\": %ld, \"seconds\": %.6f}\n", ok.load(), errors.load(),
+              double(mono_ns() - t0) / 1e9);
+  return errors.load() ? 1 : 0;
+}
+
+benchmark::internal::Benchmark* reg(const char* name, void (*fn)(benchmark::State&)) {
+  return benchmark::RegisterBenchmark(name, fn)
+      ->Iterations(1)
+      ->Repetitions(cfg.runs)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
+bool take(const char* arg, const char* key, std::string* out) {
+  size_t n = std::strlen(key);
+  if (std::strncmp(arg, key, n) != 0 || arg[n] != '=') return false;
+  *out = arg + n + 1;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    std::string v;
+    const char* a = argv[i];
+    if (take(a, "--mount", &cfg.mount) || take(a, "--group", &cfg.group) || take(a, "--tsp", &cfg.tsp) ||
+        take(a, "--stamp", &cfg.stamp) || take(a, "--req", &cfg.req) || take(a, "--ls-baseline", &cfg.ls_baseline))
+      continue;
+    if (take(a, "--runs", &v)) cfg.runs = std::atoi(v.c_str());
+    else if (take(a, "--delay-ms", &v)) cfg.delay_ms = std::atoi(v.c_str());
+    else if (take(a, "--fill", &v)) cfg.fill = std::atol(v.c_str());
+    else if (take(a, "--par", &v)) cfg.par = std::max(1, std::atoi(v.c_str()));
+    else if (std::strcmp(a, "--stop") == 0) cfg.stop = true;
+    else rest.push_back(argv[i]);
+  }
+  if (cfg.mount.empty()) {
+    std::fprintf(stderr, "bench_mount: --mount=DIR is required (see the comment at the top of mount_client.cpp)\n");
+    return 2;
+  }
+  if (cfg.fill >= 0) return fill();
+  if (cfg.stop) return stop_all();
+
+  if (cfg.group == "roundtrip") {
+    reg("sbxfs_roundtrip", BM_sbxfs_roundtrip);
+    reg("posix_spawn_true", BM_posix_spawn_true);
+    if (!cfg.tsp.empty()) reg("tsp_true", BM_tsp_true);
+  } else if (cfg.group == "shell") {
+    reg("sbxfs_shell", BM_sbxfs_shell);
+    reg("bash_true", BM_bash_true);
+  } else if (cfg.group == "wake") {
+    if (cfg.stamp.empty()) {
+      std::fprintf(stderr, "bench_mount: --group=wake needs --stamp=PATH (bench_stamp)\n");
+      return 2;
+    }
+    reg("sbxfs_wake", BM_sbxfs_wake);
+    reg("waitpid_wake", BM_waitpid_wake);
+  } else if (cfg.group == "listing") {
+    reg("status_json", BM_status_json);
+    reg("ls_procs", BM_ls_procs);
+    reg("readdir_procs", BM_readdir_procs);
+    if (!cfg.ls_baseline.empty()) reg("ls_baseline", BM_ls_baseline);
+  } else {
+    std::fprintf(stderr, "bench_mount: --group=roundtrip|shell|wake|listing\n");
+    return 2;
+  }
+  int n = int(rest.size());
+  rest.push_back(nullptr);
+  benchmark::Initialize(&n, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

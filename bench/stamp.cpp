@@ -1,0 +1,24 @@
+// bench_stamp [DELAY_MS]: sleeps DELAY_MS (default 0), then writes
+// clock_gettime(CLOCK_MONOTONIC) in nanoseconds and a newline to stdout and
+// exits at once. The wake-up figure compares that stamp, the command's last
+// instruction, with the moment a waiter learns that the command has ended.
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+int main(int argc, char** argv) {
+  long delay_ms = argc > 1 ? std::atol(argv[1]) : 0;
+  if (delay_ms > 0) {
+    timespec d{delay_ms / 1000, (delay_ms % 1000) * 1000000L};
+    while (nanosleep(&d, &d) != 0) {
+    }
+  }
+  char buf[32];
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  int n = std::snprintf(buf, sizeof buf, "%lld\n", static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec);
+  ssize_t w = write(1, buf, static_cast<size_t>(n));
+  _exit(w == n ? 0 : 1);
+}
