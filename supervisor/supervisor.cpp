@@ -192,7 +192,8 @@ struct Record {
   bool ended = false;
   ExitInfo exit;
   UniqueFd pidfd;
-  int log_wd = -1;
+  int log_wd = -1;   // inotify: the log grew
+  int dir_wd = -1;   // inotify: exit.json appeared
   std::optional<ReadyCondition> ready_cond;
   bool ready = false;
   std::string ready_at;
@@ -218,7 +219,8 @@ struct Supervisor::Impl {
   std::map<std::string, std::uint64_t> serials;     // never shrinks; guarded by mu
   std::uint64_t next_serial = 1;                    // guarded by mu
   std::uint64_t counter = 1;                        // next auto id; guarded by mu
-  std::map<int, std::string> wd_ids;                // inotify wd -> id; guarded by mu
+  std::map<int, std::string> wd_ids;                // inotify wd of a log -> id; guarded by mu
+  std::map<int, std::string> dir_wd_ids;            // inotify wd of a folder -> id; guarded by mu
 
   mutable std::mutex cpu_mu;
   mutable std::map<std::string, CpuSample> cpu;     // guarded by cpu_mu
@@ -388,6 +390,14 @@ void Supervisor::Impl::watch_running(Record& r) {
     r.log_wd = wd;
     wd_ids[wd] = id;
   }
+  // The end is known when exit.json is renamed into place, a little before
+  // the monitor itself has exited (the pidfd below still catches a monitor
+  // that dies without writing it).
+  int dwd = ::inotify_add_watch(inotify.get(), dir_of(id).c_str(), IN_MOVED_TO | IN_ONLYDIR);
+  if (dwd >= 0) {
+    r.dir_wd = dwd;
+    dir_wd_ids[dwd] = id;
+  }
   // Output written before the watch existed is announced too.
   struct stat st{};
   if (::stat(log.c_str(), &st) == 0 && st.st_size > 0) emit(Event::Kind::output, id);
@@ -453,6 +463,11 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
       wd_ids.erase(r.log_wd);
       r.log_wd = -1;
     }
+    if (r.dir_wd >= 0) {
+      ::inotify_rm_watch(inotify.get(), r.dir_wd);
+      dir_wd_ids.erase(r.dir_wd);
+      r.dir_wd = -1;
+    }
     r.ended = true;
     r.exit = info;
     if (err) r.error = err;
@@ -465,14 +480,19 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
 
 void Supervisor::Impl::on_inotify() {
   alignas(inotify_event) char buf[8192];
-  std::set<std::string> grown;
+  std::set<std::string> grown, exited;
   for (;;) {
     ssize_t n = ::read(inotify.get(), buf, sizeof buf);
     if (n <= 0) break;
     std::lock_guard g(mu);
     for (char* p = buf; p < buf + n;) {
       auto* ev = reinterpret_cast<inotify_event*>(p);
-      if (auto it = wd_ids.find(ev->wd); it != wd_ids.end()) grown.insert(it->second);
+      if (auto it = wd_ids.find(ev->wd); it != wd_ids.end()) {
+        grown.insert(it->second);
+      } else if (auto d = dir_wd_ids.find(ev->wd); d != dir_wd_ids.end() && (ev->mask & IN_MOVED_TO) &&
+                 ev->len > 0 && std::strcmp(ev->name, "exit.json") == 0) {
+        exited.insert(d->second);
+      }
       p += sizeof(inotify_event) + ev->len;
     }
   }
@@ -483,6 +503,7 @@ void Supervisor::Impl::on_inotify() {
     }
     dispatch(Event{Event::Kind::output, id});
   }
+  for (auto& id : exited) on_monitor_exit(id);
 }
 
 void Supervisor::Impl::load_record(const std::string& id) {
