@@ -119,8 +119,8 @@ class CmdHandle : public Handle {
     if (!spec) return finish_rejected(to_errno(spec.error().code), spec.error().message, err_at);
     if (!slot_.empty()) {
       if (!spec->name.empty() && spec->name != slot_)
-        return finish_rejected(EINVAL, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd",
-                               err_at);
+        return finish_rejected(
+            EINVAL, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd", err_at);
       spec->name = slot_;
     }
     spec->requester_sid = who.sid;

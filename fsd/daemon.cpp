@@ -1,6 +1,7 @@
 #include "fsd/daemon.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -89,10 +90,11 @@ class Launcher {
     }
     ::close(p[0]);
     fd_ = p[1];
+    background_ = true;
     ::setsid();
   }
 
-  bool background() const { return fd_ >= 0 || was_background_; }
+  bool background() const { return background_; }
 
   /// Reports a failed start (the caller then returns 1).
   void fail(const std::string& msg) {
@@ -130,11 +132,10 @@ class Launcher {
     (void)!::write(fd_, word.data(), word.size());
     ::close(fd_);
     fd_ = -1;
-    was_background_ = true;
   }
 
-  int fd_ = -1;
-  bool was_background_ = false;
+  int fd_ = -1;  // the pipe to the waiting parent, until we sent our word
+  bool background_ = false;
 };
 
 /// In the background: stdin from /dev/null, stdout and stderr to STATE/sbxfs.log.
@@ -150,8 +151,6 @@ sup::Status redirect_stdio(const std::string& dir) {
   ::close(log);
   return sup::Ok{};
 }
-
-std::string error_text(const sup::Error& e) { return e.message; }
 
 }  // namespace
 
@@ -189,7 +188,7 @@ int run(Options& opts) {
   std::filesystem::create_directories(state_dir, ec);
   if (ec) return fail("cannot create state directory " + state_dir + ": " + ec.message());
   if (launcher.background()) {
-    if (const sup::Status s = redirect_stdio(state_dir); !s) return fail(error_text(s.error()));
+    if (const sup::Status s = redirect_stdio(state_dir); !s) return fail(s.error().message);
   }
   fuse_log(FUSE_LOG_NOTICE, "sbxfs %s starting: pid %d, mount point %s, state %s\n", SBX_VERSION,
            static_cast<int>(::getpid()), mountpoint.c_str(), state_dir.c_str());
@@ -203,7 +202,7 @@ int run(Options& opts) {
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());
 
-  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(error_text(s.error()));
+  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
   std::filesystem::create_directories(mountpoint, ec);
   if (ec) return fail("cannot create mount point " + mountpoint + ": " + ec.message());
 
@@ -215,6 +214,10 @@ int run(Options& opts) {
   auto fs = std::make_unique<Filesystem>(*supervisor, std::move(cfg));
   fs_slot = fs.get();
 
+  // SIGINT and SIGTERM always unmount: a shell starts `sbxfs -f &` with
+  // SIGINT ignored, and libfuse only takes over signals left at default.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   if (fuse_set_signal_handlers(se) != 0) return fail("cannot set signal handlers");
   if (fuse_session_mount(se, mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);

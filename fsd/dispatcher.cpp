@@ -101,9 +101,11 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat*, int to_set, fuse_f
     Filesystem& fs = fs_of(req);
     const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
     if (!node) return reply_error(req, node.error());
-    if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) return (void)fuse_reply_err(req, EPERM);
+    if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
+      return (void)fuse_reply_err(req, EPERM);
     // Truncation (open with O_TRUNC, `truncate`) and times: accepted, nothing to change.
-    if ((to_set & FUSE_SET_ATTR_SIZE) && !(mode_of(node->kind) & 0222)) return (void)fuse_reply_err(req, EACCES);
+    if ((to_set & FUSE_SET_ATTR_SIZE) && !(mode_of(node->kind) & 0222))
+      return (void)fuse_reply_err(req, EACCES);
     const struct stat st = attr_of(fs, *node, handle_of(fi));
     fuse_reply_attr(req, &st, timeout_of(node->kind));
   });
@@ -165,8 +167,10 @@ void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info*
   guarded(req, "read", [&] { send_reply(req, handle_of(fi)->read(req, size, off)); });
 }
 
-void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off, fuse_file_info* fi) noexcept {
-  guarded(req, "write", [&] { send_reply(req, handle_of(fi)->write(req, std::string_view(buf, size), off)); });
+void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
+              fuse_file_info* fi) noexcept {
+  guarded(req, "write",
+          [&] { send_reply(req, handle_of(fi)->write(req, std::string_view(buf, size), off)); });
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {

@@ -6,22 +6,32 @@
 #include "fsd/daemon.hpp"
 #include "fsd/options.hpp"
 
+namespace {
+
+int main_with(fsd::Options& opts, const char* prog) {
+  if (opts.show_help) {
+    std::fputs(fsd::usage(prog).c_str(), stdout);
+    std::puts("FUSE options:");
+    fuse_cmdline_help();
+    fuse_lowlevel_help();
+    return 0;
+  }
+  if (opts.show_version) {
+    std::printf("sbxfs %s (libfuse %s)\n", SBX_VERSION, fuse_pkgversion());
+    return 0;
+  }
+  return fsd::run(opts);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   sup::Result<fsd::Options> opts = fsd::parse_options(argc, argv);
   if (!opts) {
     std::fprintf(stderr, "sbxfs: %s\n", opts.error().message.c_str());
     return 1;
   }
-  if (opts->show_help) {
-    std::fputs(fsd::usage(argv[0]).c_str(), stdout);
-    std::puts("FUSE options:");
-    fuse_cmdline_help();
-    fuse_lowlevel_help();
-    return 0;
-  }
-  if (opts->show_version) {
-    std::printf("sbxfs %s (libfuse %s)\n", SBX_VERSION, fuse_pkgversion());
-    return 0;
-  }
-  return fsd::run(*opts);
+  const int rc = main_with(opts.value(), argv[0]);
+  fuse_opt_free_args(&opts->fuse);  // idempotent: run() may have freed them already
+  return rc;
 }

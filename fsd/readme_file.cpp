@@ -41,6 +41,8 @@ WATCH IT
                            gives its record as JSON with "stillRunning": false.
                            After )" + cap + R"( s it answers "stillRunning": true instead.
                            Ctrl-C or `timeout 5 cat wait` only stops the reader.
+  procs/ID/ready           write `port 3000`, `log REGEX` or `http 3000 /health`;
+                           reading blocks until the command is ready (or ended)
 
 CONTROL IT
   echo > procs/ID/stop     stops the whole process tree (TERM, KILL after the

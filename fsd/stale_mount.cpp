@@ -65,7 +65,8 @@ sup::Status detach(const std::string& path) {
     const int rc = bp::system(exe, "-uz", path, bp::std_in < bp::null, bp::std_out > bp::null,
                               bp::std_err > stderr, bp::limit_handles);
     if (rc == 0) return sup::Ok{};
-    return sup::Error{sup::Errc::io_error, "fusermount3 -uz " + path + " failed (exit " + std::to_string(rc) + ")"};
+    return sup::Error{sup::Errc::io_error,
+                      "fusermount3 -uz " + path + " failed (exit " + std::to_string(rc) + ")"};
   } catch (const std::exception& e) {
     return sup::Error{sup::Errc::io_error, std::string("fusermount3 -uz: ") + e.what()};
   }
