@@ -50,6 +50,12 @@ Result<pid_t> launch_monitor(const MonitorLaunch& l) {
     args.push_back("--timeout-ms");
     args.push_back(ms(std::max(l.timeout_sec, 0.001)));
   }
+  if (l.run_as) {
+    args.insert(args.end(), {"--uid", std::to_string(l.run_as->uid), "--gid", std::to_string(l.run_as->gid)});
+    std::string groups;
+    for (gid_t g : l.run_as->groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
+  }
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   std::vector<char*> argv;

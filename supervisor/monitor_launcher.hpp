@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct MonitorLaunch {
   std::string cwd;
   double timeout_sec = 0;                  ///< 0: none
   double grace_sec = 5;
+  std::optional<Credentials> run_as;       ///< the command's uid/gid/groups
 };
 
 /// Starts the monitor and returns the command's pid once it has exec'd;

@@ -782,6 +782,7 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   l.cwd = spec.cwd;
   l.timeout_sec = spec.timeout_sec.value_or(0);
   l.grace_sec = spec.stop_grace_sec;
+  l.run_as = spec.run_as;
   auto launched = launch_monitor(l);
   if (!launched) {
     if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());

@@ -1,6 +1,10 @@
 // sbxfs-monitor: the per-command monitor (conmon / s6-supervise pattern).
 //
-//   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] -- ARGV0 ARGS...
+//   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N]
+//                 [--uid N --gid N [--groups G,G,...]] -- ARGV0 ARGS...
+//
+// --uid/--gid/--groups: the command (not the monitor) runs with these
+// credentials: with allow_other, as the user who wrote the request.
 //
 // RECORD_DIR is the command's folder in the state directory (normally
 // STATE/procs/.new-<id>, see supervisor/FORMAT.md). --timeout-ms: stop the
@@ -22,6 +26,8 @@
 #include "monitor.hpp"
 
 #include <dirent.h>
+#include <grp.h>
+#include <unistd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -44,7 +50,7 @@ using namespace sbxmon;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] -- ARGV0 ARGS...";
+    "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] [--uid N --gid N [--groups G,...]] -- ARGV0 ARGS...";
 
 int g_dirfd = -1;
 bool g_ctl_created = false;
@@ -123,6 +129,10 @@ struct Args {
   const char* dir = nullptr;
   uint64_t timeout_ms = 0;
   uint64_t grace_ms = 5000;
+  bool has_uid = false, has_gid = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
   char** argv = nullptr;
 };
 
@@ -151,11 +161,32 @@ bool parse_args(int argc, char** argv, Args* a) {
       if (!parse_u64(value.c_str(), &a->timeout_ms)) return false;
     } else if (opt == "--grace-ms") {
       if (!parse_u64(value.c_str(), &a->grace_ms)) return false;
+    } else if (opt == "--uid" || opt == "--gid") {
+      uint64_t v = 0;
+      if (!parse_u64(value.c_str(), &v) || v > 0xfffffffeu) return false;
+      if (opt == "--uid") {
+        a->uid = static_cast<uid_t>(v);
+        a->has_uid = true;
+      } else {
+        a->gid = static_cast<gid_t>(v);
+        a->has_gid = true;
+      }
+    } else if (opt == "--groups") {
+      size_t pos = 0;
+      while (pos < value.size()) {
+        size_t comma = value.find(',', pos);
+        if (comma == std::string::npos) comma = value.size();
+        uint64_t g = 0;
+        if (!parse_u64(value.substr(pos, comma - pos).c_str(), &g) || g > 0xfffffffeu) return false;
+        a->groups.push_back(static_cast<gid_t>(g));
+        pos = comma + 1;
+      }
     } else {
       return false;
     }
   }
   if (a->dir == nullptr || *a->dir == '\0' || i >= argc) return false;
+  if (a->has_uid != a->has_gid) return false;  // both or neither
   a->argv = argv + i;
   return true;
 }
@@ -169,7 +200,8 @@ struct itimerspec ms_to_its(uint64_t ms) {
 }
 
 // In the forked child: only async-signal-safe calls until execvp.
-[[noreturn]] void exec_child(char** argv, int devnull, int out_w, int err_w, int status_w) {
+[[noreturn]] void exec_child(const Args& args, int devnull, int out_w, int err_w, int status_w) {
+  char** argv = args.argv;
   struct sigaction sa;
   ::memset(&sa, 0, sizeof sa);
   sa.sa_handler = SIG_DFL;
@@ -184,6 +216,10 @@ struct itimerspec ms_to_its(uint64_t ms) {
   int err = 0;
   if (::setsid() < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out_w, 1) < 0 || ::dup2(err_w, 2) < 0) {
     err = errno;
+  } else if (args.has_uid &&
+             (::setgroups(args.groups.size(), args.groups.data()) != 0 || ::setgid(args.gid) != 0 ||
+              ::setuid(args.uid) != 0)) {
+    err = errno;  // groups first, uid last: after setuid we could not change them
   } else {
     ::execvp(argv[0], argv);
     err = errno;
@@ -292,7 +328,7 @@ int main(int argc, char** argv) {
   std::string started_at = iso_now();
   pid_t root = ::fork();
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
-  if (root == 0) exec_child(args.argv, devnull, outp[1], errp[1], statp[1]);
+  if (root == 0) exec_child(args, devnull, outp[1], errp[1], statp[1]);
 
   // 5. Did the exec work?
   ::close(outp[1]);

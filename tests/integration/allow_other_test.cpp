@@ -1,0 +1,55 @@
+// -o allow_other: each command runs as the user who wrote the request, and a
+// user sees and controls only their own commands (root: all).
+#include <sys/stat.h>
+
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+class AllowOtherTest : public SbxfsTest {
+ protected:
+  AllowOtherTest() { daemon_options_ = {"-o", "allow_other"}; }
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root for setpriv";
+    SbxfsTest::SetUp();
+    ::chmod(dir_.c_str(), 0755);  // let the other user reach the mount point
+  }
+  // `sh -c CMD` as uid/gid 65534 (nobody), from /.
+  RunResult as_nobody(const std::string& cmd) {
+    return run("cd / && exec setpriv --reuid 65534 --regid 65534 --clear-groups sh -c '" + cmd + "'");
+  }
+};
+
+TEST_F(AllowOtherTest, CommandRunsAsTheWriter) {
+  auto r = as_nobody("exec 3<>\"$MNT/cmd\"; echo \"id -u; id -g\" >&3; read -r id <&3; cat \"$MNT/procs/$id/wait\" >/dev/null; cat \"$MNT/procs/$id/log\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "65534\n65534\n");
+}
+
+TEST_F(AllowOtherTest, OthersCommandsAreInvisibleAndUnstoppable) {
+  std::string root_id = start("sleep 30");
+  ASSERT_FALSE(root_id.empty());
+  // nobody does not see it, cannot stop or signal it.
+  auto ls = as_nobody("ls \"$MNT/procs\"");
+  EXPECT_EQ(ls.out.find(root_id), std::string::npos) << ls.out;
+  auto stop = as_nobody("echo > \"$MNT/procs/" + root_id + "/stop\"");
+  EXPECT_NE(stop.code, 0);
+  auto sig = as_nobody("echo KILL > \"$MNT/procs/" + root_id + "/signal\"");
+  EXPECT_NE(sig.code, 0);
+  EXPECT_EQ(status_json(root_id)["running"], true);
+  // nobody's own command: root sees it too.
+  auto mine = as_nobody("exec 3<>\"$MNT/cmd\"; echo \"sleep 30\" >&3; read -r id <&3; echo $id");
+  ASSERT_EQ(mine.code, 0) << mine.err;
+  std::string id = mine.out.substr(0, mine.out.find('\n'));
+  json st = status_json(id);
+  EXPECT_EQ(st["running"], true);
+  // and nobody can stop its own.
+  EXPECT_EQ(as_nobody("echo > \"$MNT/procs/" + id + "/stop\"").code, 0);
+  EXPECT_EQ(status_json(id)["running"], false);
+}
+
+}  // namespace
+}  // namespace sbxit
