@@ -19,6 +19,15 @@ Reply BlockingReadHandle::read(fuse_req_t req, std::size_t size, off_t off) {
   return Reply::parked();
 }
 
+bool BlockingReadHandle::answer_ready() {
+  {
+    std::lock_guard g(mu_);
+    if (answer_) return true;
+  }
+  const std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
+  return !st || !st->running || (until_ == ParkedRequests::Until::ready && st->ready);
+}
+
 Reply BlockingReadHandle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events) {
   bool ready;
   {
@@ -30,8 +39,7 @@ Reply BlockingReadHandle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events)
   } else if (ph) {
     ready = fs_.parked().watch(this, id_, until_, ph);
   } else {
-    const std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
-    ready = !st || !st->running || (until_ == ParkedRequests::Until::ready && st->ready);
+    ready = answer_ready();
   }
   return Reply::poll(ready ? (events & (POLLIN | POLLRDNORM)) : 0);
 }

@@ -22,6 +22,7 @@ class BlockingReadHandle : public Handle {
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override;
   Reply poll(fuse_req_t req, fuse_pollhandle* ph, unsigned events) override;
+  bool would_block() override { return !answer_ready(); }
 
  protected:
   /// The answer text for `why` (never gone), from the record as it is now.
@@ -33,6 +34,8 @@ class BlockingReadHandle : public Handle {
 
  private:
   Reply answer(ParkedRequests::Outcome why, std::size_t size, off_t off);
+  /// The answer is fixed already, or what it waits for holds now.
+  bool answer_ready();
 
   const ParkedRequests::Until until_;
   std::mutex mu_;

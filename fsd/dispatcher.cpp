@@ -3,6 +3,7 @@
 #include "fsd/dispatcher.hpp"
 
 #include <cerrno>
+#include <fcntl.h>
 #include <exception>
 #include <memory>
 #include <poll.h>
@@ -164,7 +165,15 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
 }
 
 void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
-  guarded(req, "read", [&] { send_reply(req, handle_of(fi)->read(req, size, off)); });
+  guarded(req, "read", [&] {
+    Handle* h = handle_of(fi);
+    // fi->flags are the file's flags at this read (fcntl may have changed them).
+    if ((fi->flags & O_NONBLOCK) && h->would_block()) {
+      fuse_reply_err(req, EAGAIN);
+      return;
+    }
+    send_reply(req, h->read(req, size, off));
+  });
 }
 
 void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,

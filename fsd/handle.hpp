@@ -53,6 +53,8 @@ class Handle {
  public:
   virtual ~Handle() = default;
   virtual Reply read(fuse_req_t req, std::size_t size, off_t off);
+  /// Whether a read now would block (a non-blocking read then gets EAGAIN).
+  virtual bool would_block() { return false; }
   virtual Reply write(fuse_req_t req, std::string_view data, off_t off);
   /// close() of one descriptor; the errno is what close() returns.
   virtual int flush(fuse_req_t req);

@@ -21,6 +21,17 @@ class ReadyHandle : public BlockingReadHandle {
   ReadyHandle(Filesystem& fs, std::string id, Requester reader)
       : BlockingReadHandle(fs, std::move(id), reader, ParkedRequests::Until::ready) {}
 
+  Reply read(fuse_req_t req, std::size_t size, off_t off) override {
+    // Nothing to wait for: say so rather than block until the end.
+    if (const auto st = fs_.sup().status(id_); st && st->running && st->ready_condition.empty()) {
+      const std::string reason = "'" + id_ + "' has no ready condition: write one to this file first "
+                                 "('port N', 'log REGEX' or 'http N /PATH')";
+      fs_.errors().add("procs/" + id_ + "/ready", EINVAL, reason, "", id_);
+      return Reply::error(EINVAL);
+    }
+    return BlockingReadHandle::read(req, size, off);
+  }
+
   Reply write(fuse_req_t, std::string_view data, off_t) override {
     const std::string path = "procs/" + id_ + "/ready";
     sup::Result<sup::ReadyCondition> cond = sup::parse_ready_condition(data);
