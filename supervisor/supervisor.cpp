@@ -729,7 +729,6 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
       do {
         id = format_auto_id(I.counter++);
       } while (I.records.count(id) || I.reserved.count(id));
-      (void)write_file_atomic(I.opts.state_dir + "/counter", std::to_string(I.counter) + "\n", false);
       spec.name.clear();
     }
     I.reserved.insert(id);
@@ -936,6 +935,9 @@ Status Supervisor::remove(const std::string& id) {
     if (!it->second.ended && !it->second.slot) return Error{Errc::busy, "'" + id + "' is running; stop it first"};
     if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
     if (it->second.spec && !it->second.spec->script_file.empty()) ::unlink(it->second.spec->script_file.c_str());
+    // Ids are never reused: the next one is past the highest folder on load,
+    // so only removing a record can lower that; remember the counter first.
+    (void)write_file_atomic(I.opts.state_dir + "/counter", std::to_string(I.counter) + "\n");
     // Rename first, so a crash mid-delete leaves no half record.
     std::string del = I.procs_dir + "/.del-" + id;
     remove_tree(del);
@@ -975,6 +977,26 @@ std::vector<CommandStatus> Supervisor::list() const {
   }
   for (size_t i = 0; i < out.size(); ++i)
     if (out[i].running) out[i].cpu = impl_->cpu_percent(out[i].bg_id, monitors[i]);
+  return out;
+}
+
+std::vector<CommandStatus> Supervisor::list_running(std::size_t* others) const {
+  std::vector<CommandStatus> out;
+  std::vector<pid_t> monitors;
+  std::size_t rest = 0;
+  {
+    std::lock_guard g(impl_->mu);
+    for (auto& [id, r] : impl_->records) {
+      if (r.ended || r.slot || r.error) {
+        ++rest;
+        continue;
+      }
+      out.push_back(impl_->snapshot(r));
+      monitors.push_back(r.monitor.monitor_pid);
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].cpu = impl_->cpu_percent(out[i].bg_id, monitors[i]);
+  if (others) *others = rest;
   return out;
 }
 

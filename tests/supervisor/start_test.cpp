@@ -378,3 +378,35 @@ TEST_F(StartTest, RemoveEndedAndBusyWhileRunning) {
 }
 
 }  // namespace
+
+namespace sbxtest {
+namespace {
+
+TEST_F(SupervisorTest, ListRunningCountsTheRest) {
+  auto a = sup_->start(shell("sleep 30"));
+  auto b = sup_->start(shell("true"));
+  SBX_ASSERT_OK(a);
+  SBX_ASSERT_OK(b);
+  ASSERT_TRUE(wait_ended(b->bg_id));
+  SBX_ASSERT_OK(sup_->create_slot("empty-slot", ::getuid(), ::getsid(0)));
+  std::size_t others = 99;
+  auto running = sup_->list_running(&others);
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].bg_id, a->bg_id);
+  EXPECT_TRUE(running[0].running);
+  EXPECT_EQ(others, 2u);
+}
+
+TEST_F(SupervisorTest, RemovedHighestIdIsNotReused) {
+  auto a = sup_->start(shell("true"));
+  SBX_ASSERT_OK(a);
+  ASSERT_TRUE(wait_ended(a->bg_id));
+  SBX_ASSERT_OK(sup_->remove(a->bg_id));
+  reopen();
+  auto b = sup_->start(shell("true"));
+  SBX_ASSERT_OK(b);
+  EXPECT_GT(b->bg_id, a->bg_id);
+}
+
+}  // namespace
+}  // namespace sbxtest
