@@ -27,4 +27,17 @@ std::string mask_secrets(std::string_view text, std::vector<std::string> secrets
   return out;
 }
 
+void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& secrets) {
+  std::vector<bool> covered;
+  for (const auto& s : secrets) {
+    if (s.empty()) continue;
+    for (size_t at = bytes.find(s); at != std::string::npos; at = bytes.find(s, at + 1)) {
+      if (covered.empty()) covered.assign(bytes.size(), false);
+      std::fill(covered.begin() + static_cast<long>(at), covered.begin() + static_cast<long>(at + s.size()), true);
+    }
+  }
+  for (size_t i = 0; i < covered.size(); ++i)
+    if (covered[i]) bytes[i] = '*';
+}
+
 }  // namespace sup

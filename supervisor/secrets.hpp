@@ -12,4 +12,11 @@ inline constexpr std::string_view kMask = "****";
 /// (longest secrets first, so one that contains another is masked whole).
 std::string mask_secrets(std::string_view text, std::vector<std::string> secrets);
 
+/// For byte streams whose size and offsets must stay true (logs): every byte
+/// covered by any occurrence of any secret (overlapping ones included)
+/// becomes '*'. The result for a byte depends only on the bytes within
+/// (longest secret - 1) of it, so a reader may mask any window widened by
+/// that much on each side and keep the middle.
+void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& secrets);
+
 }  // namespace sup

@@ -1040,6 +1040,14 @@ bool Supervisor::cancel_timer(std::uint64_t token) { return impl_->loop->cancel_
 
 void Supervisor::post(std::function<void()> fn) { impl_->loop->post(std::move(fn)); }
 
+std::vector<std::string> Supervisor::secrets(const std::string& id) const {
+  std::lock_guard g(impl_->mu);
+  auto it = impl_->records.find(id);
+  auto s = impl_->secrets_of(it == impl_->records.end() ? nullptr : &it->second);
+  std::erase_if(s, [](const std::string& v) { return v.empty(); });
+  return s;
+}
+
 std::string Supervisor::mask(std::string_view text, const std::string& id) const {
   std::vector<std::string> secrets;
   {

@@ -101,6 +101,8 @@ class Supervisor {
 
   /// Masks the global secrets and those of command `id` (empty id: global only).
   std::string mask(std::string_view text, const std::string& id = "") const;
+  /// The secret values that apply to command `id` (global ones included).
+  std::vector<std::string> secrets(const std::string& id) const;
 
  private:
   struct Impl;

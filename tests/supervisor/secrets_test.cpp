@@ -1,0 +1,43 @@
+// Masking: "****" in shown text, byte-for-byte '*' in log streams.
+#include <gtest/gtest.h>
+
+#include "supervisor/secrets.hpp"
+
+namespace {
+
+TEST(MaskSecrets, ReplacesEveryOccurrenceLongestFirst) {
+  EXPECT_EQ(sup::mask_secrets("token=abc123 again abc123", {"abc123"}), "token=**** again ****");
+  EXPECT_EQ(sup::mask_secrets("xabcdefx", {"abc", "abcdef"}), "x****x");
+  EXPECT_EQ(sup::mask_secrets("nothing here", {"", "zzz"}), "nothing here");
+}
+
+TEST(MaskSecretsInPlace, KeepsTheSizeAndCoversOverlaps) {
+  std::string s = "pre-abcde-post";
+  sup::mask_secrets_in_place(s, {"abc", "cde"});
+  EXPECT_EQ(s, "pre-*****-post");
+  std::string t = "aaaa";
+  sup::mask_secrets_in_place(t, {"aa"});
+  EXPECT_EQ(t, "****");
+}
+
+// What a reader does: mask a window widened by (longest - 1) on each side
+// and keep the middle. The result never depends on where the window starts.
+TEST(MaskSecretsInPlace, AnyWindowAgreesWithTheWhole) {
+  const std::vector<std::string> secrets = {"s3cr3t-value", "t-v"};
+  const std::string text = "a s3cr3t-value b s3cr3t-values3cr3t-value c t-v";
+  std::string whole = text;
+  sup::mask_secrets_in_place(whole, secrets);
+  ASSERT_EQ(whole.find("s3cr3t"), std::string::npos);
+  const size_t reach = 11;
+  for (size_t off = 0; off < text.size(); ++off) {
+    for (size_t len = 1; off + len <= text.size(); ++len) {
+      size_t lo = off >= reach ? off - reach : 0;
+      size_t hi = std::min(text.size(), off + len + reach);
+      std::string win = text.substr(lo, hi - lo);
+      sup::mask_secrets_in_place(win, secrets);
+      ASSERT_EQ(win.substr(off - lo, len), whole.substr(off, len)) << off << "+" << len;
+    }
+  }
+}
+
+}  // namespace
