@@ -1,12 +1,8 @@
 // procs/ID/ready and the ready keys of a request: conditions through the
 // tree, the blocking read and its answers, poll() on many files at once.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <string>
 
+#include "../common/free_port.hpp"
 #include "sbxfs_fixture.hpp"
 
 namespace sbxit {
@@ -14,18 +10,7 @@ namespace {
 
 using ReadyTest = SbxfsTest;
 
-// A free TCP port on the loopback (bind to 0, read it back, close).
-int free_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
+using sbxtest_common::free_port;
 
 TEST_F(ReadyTest, DevServerFromTheReadme) {
   const int port = free_port();

@@ -1,25 +1,12 @@
 // Readiness: log, port and http conditions, given at start or set later.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include "supervisor/ready_condition.hpp"
+#include "../common/free_port.hpp"
 #include "test_util.hpp"
 
 namespace sbxtest {
 namespace {
 
-int free_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
+using sbxtest_common::free_port;
 
 class ReadyTest : public SupervisorTest {
  protected:
