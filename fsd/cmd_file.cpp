@@ -124,12 +124,15 @@ class CmdHandle : public Handle {
       spec->name = slot_;
     }
     spec->requester_sid = who.sid;
+    // Where sbx-step finds the tree (SBX_BGID is set by the supervisor).
+    spec->env.try_emplace("SBX_MOUNT", fs_.config().mountpoint);
     spec->requester_uid = who.uid;
     if (fs_.config().allow_other) spec->run_as = credentials(req, who);
     const sup::Result<sup::CommandStatus> st =
         fs_.sup().start(*spec, slot_.empty() ? sup::StartMode::new_only : sup::StartMode::reuse_slot);
     if (!st) return finish_rejected(to_errno(st.error().code), st.error().message, err_at);
     fs_.node_of(*st, Kind::record_dir);  // learn its serial now
+    fs_.note_action("start", st->cmd_full, st->bg_id, &*st);
     finish(st->bg_id + "\n", ok_at);
     return 0;
   }

@@ -210,6 +210,7 @@ int run(Options& opts) {
   cfg.mountpoint = mountpoint;
   cfg.wait_timeout = std::chrono::seconds(opts.wait_timeout_sec);
   cfg.max_request = opts.max_request;
+  cfg.output_max = opts.output_max;
   cfg.allow_other = opts.allow_other;
   auto fs = std::make_unique<Filesystem>(*supervisor, std::move(cfg));
   fs_slot = fs.get();

@@ -63,10 +63,13 @@ std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Reques
     case Kind::log:
     case Kind::stdout_log:
     case Kind::stderr_log:
-    case Kind::logs_entry: return open_log(node);
+    case Kind::logs_entry: return open_log(fs, node);
     case Kind::tail: return open_tail(fs, node);
     case Kind::wait: return open_wait(fs, node, who);
     case Kind::ready: return open_ready(fs, node, who);
+    case Kind::output: return open_output(fs, node, who);
+    case Kind::steps: return open_steps(fs, node);
+    case Kind::steps_json: return open_steps_json(fs, node);
     case Kind::stop: return open_stop(fs, node);
     case Kind::signal: return open_signal(fs, node);
     default: return nullptr;

@@ -41,7 +41,7 @@ std::unique_ptr<Handle> open_errors(Filesystem& fs);
 
 // log_file.cpp: log, stdout, stderr and logs/ID.log: preads of the state
 // directory's files, with their real size.
-std::unique_ptr<Handle> open_log(const Node& node);
+std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node);
 /// The backing file of a log node in the state directory.
 std::string log_path(const Node& node);
 
@@ -50,6 +50,18 @@ std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node);
 
 // wait_file.cpp: a read blocks (parked) until the command ended or the cap ran out.
 std::unique_ptr<Handle> open_wait(Filesystem& fs, const Node& node, const Requester& reader);
+
+// output_file.cpp: a read blocks like `wait`, then answers stdout, stderr
+// (each capped at output_max, its end kept), exit code and duration as JSON.
+std::unique_ptr<Handle> open_output(Filesystem& fs, const Node& node, const Requester& reader);
+/// `in` with each byte that is not part of valid UTF-8 replaced by the four
+/// characters \xHH (uppercase hex); *escaped (may be null) gets how many.
+std::string escape_utf8(std::string_view in, std::size_t* escaped);
+
+// steps_file.cpp: procs/ID/steps takes `start NAME` / `end [EXITCODE]` lines
+// (sbx-step writes them); procs/ID/steps.json shows the steps (snapshot at open).
+std::unique_ptr<Handle> open_steps(Filesystem& fs, const Node& node);
+std::unique_ptr<Handle> open_steps_json(Filesystem& fs, const Node& node);
 
 // ready_file.cpp: write a readiness condition; a read blocks until ready (or ended, or the cap).
 std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const Requester& reader);

@@ -95,6 +95,16 @@ sup::Result<Node> Filesystem::resolve(fuse_ino_t ino, const Requester& who) {
   return Node{ref->kind, ino, std::move(*st)};
 }
 
+void Filesystem::note_action(std::string kind, const std::string& summary, const std::string& id,
+                             const sup::CommandStatus* st) {
+  std::optional<sup::CommandStatus> looked_up;
+  if (!st && !id.empty()) {
+    looked_up = sup_.status(id);
+    if (looked_up) st = &*looked_up;
+  }
+  activity_.add(std::move(kind), mask(summary, id), id, st ? st->cwd : "", st ? mask(st->note, id) : "");
+}
+
 nlohmann::json Filesystem::record_json(const sup::CommandStatus& st, const Requester& reader) const {
   nlohmann::json j = st.to_json();
   j["logPath"] = cfg_.mountpoint + "/procs/" + st.bg_id + "/log";

@@ -15,9 +15,12 @@
 #include <fuse_lowlevel.h>
 #include <nlohmann/json.hpp>
 
+#include "fsd/activity_log.hpp"
+#include "fsd/box_report.hpp"
 #include "fsd/error_log.hpp"
 #include "fsd/inode.hpp"
 #include "fsd/parked_requests.hpp"
+#include "fsd/step_store.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace fsd {
@@ -27,6 +30,7 @@ struct Config {
   std::chrono::seconds wait_timeout{600};       ///< cap of a blocking read of `wait`
   std::size_t max_request = std::size_t{4} << 20;  ///< bytes of one request to `cmd`
   bool allow_other = false;                     ///< users see and run only their own commands
+  std::size_t output_max = std::size_t{1} << 20;  ///< bytes of each stream in procs/ID/output
 };
 
 /// Who sent a request (fuse_req_ctx) and that process's session id.
@@ -62,6 +66,15 @@ class Filesystem {
   ErrorLog& errors() { return errors_; }
   ParkedRequests& parked() { return parked_; }
   const std::string& readme() const { return readme_; }
+  ActivityLog& activity() { return activity_; }
+  WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
+  StepStore& steps() { return steps_; }
+
+  /// Adds an action done through the tree to the activity log (root
+  /// status.json `steps`): `summary` and the note masked, cwd and note from
+  /// `st` (the record as it was; null: looked up by `id`).
+  void note_action(std::string kind, const std::string& summary, const std::string& id,
+                   const sup::CommandStatus* st = nullptr);
 
   /// The node of `ino`; ENOENT when it names nothing (any more) or nothing `who` may see.
   sup::Result<Node> resolve(fuse_ino_t ino, const Requester& who);
@@ -89,6 +102,9 @@ class Filesystem {
   const std::string readme_;
   ErrorLog errors_;
   ParkedRequests parked_;
+  ActivityLog activity_;
+  WorkDirSizes work_dir_sizes_;
+  StepStore steps_;
 
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_

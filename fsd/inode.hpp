@@ -35,7 +35,13 @@ enum class Kind : std::uint8_t {
   signal,
   logs_entry,   // logs/ID.log
   ready,
+  output,       // procs/ID/output
+  steps,        // procs/ID/steps (sbx-step writes events here)
+  steps_json,   // procs/ID/steps.json
 };
+
+/// The last kind of a command's files (decode_ino accepts none above it).
+constexpr Kind kLastRecordKind = Kind::steps_json;
 
 constexpr bool is_record_kind(Kind k) { return static_cast<int>(k) >= static_cast<int>(Kind::record_dir); }
 
@@ -56,7 +62,7 @@ inline std::optional<InodeRef> decode_ino(fuse_ino_t ino) {
     return InodeRef{static_cast<Kind>(ino)};
   if (ino < 32) return std::nullopt;
   const unsigned low = static_cast<unsigned>(ino & 31u);
-  if (low < static_cast<unsigned>(Kind::record_dir) || low > static_cast<unsigned>(Kind::ready))
+  if (low < static_cast<unsigned>(Kind::record_dir) || low > static_cast<unsigned>(kLastRecordKind))
     return std::nullopt;
   return InodeRef{static_cast<Kind>(low), (static_cast<std::uint64_t>(ino) >> 5) - 1};
 }

@@ -2,12 +2,20 @@
 // read with pread. Their attributes carry the backing file's real size and
 // mtime with attr_timeout 0, and they are direct_io: every tool, `tail -f`
 // included, sees the file grow (NOTES.md §2).
+//
+// Secrets are masked byte for byte ('*' for each byte of a secret), so the
+// size and every offset stay true; each read masks a window widened by the
+// longest secret on both sides, so a secret split across reads, or across
+// two writes of the command, is masked whole.
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "fsd/files.hpp"
+#include "supervisor/secrets.hpp"
 
 namespace fsd {
 
@@ -15,18 +23,24 @@ namespace {
 
 class LogHandle : public Handle {
  public:
-  explicit LogHandle(int fd) : fd_(fd) {}
+  LogHandle(int fd, std::vector<std::string> secrets) : fd_(fd), secrets_(std::move(secrets)) {
+    for (const auto& s : secrets_) reach_ = std::max(reach_, s.size() - 1);
+  }
   ~LogHandle() override {
     if (fd_ >= 0) ::close(fd_);
   }
 
   Reply read(fuse_req_t, std::size_t size, off_t off) override {
     if (fd_ < 0) return Reply::data({});  // an empty slot has no log yet
-    std::string buf(size, '\0');
-    const ssize_t n = ::pread(fd_, buf.data(), size, off);
+    const off_t lo = secrets_.empty() ? off : std::max<off_t>(0, off - static_cast<off_t>(reach_));
+    const std::size_t before = static_cast<std::size_t>(off - lo);
+    std::string buf(before + size + (secrets_.empty() ? 0 : reach_), '\0');
+    const ssize_t n = ::pread(fd_, buf.data(), buf.size(), lo);
     if (n < 0) return Reply::error(errno);
     buf.resize(static_cast<std::size_t>(n));
-    return Reply::data(std::move(buf));
+    if (buf.size() <= before) return Reply::data({});
+    if (!secrets_.empty()) sup::mask_secrets_in_place(buf, secrets_);
+    return Reply::data(buf.substr(before, size));
   }
 
   // The file this handle reads, even after a restart of the slot replaced it.
@@ -34,6 +48,8 @@ class LogHandle : public Handle {
 
  private:
   const int fd_;
+  const std::vector<std::string> secrets_;  // fixed at open
+  std::size_t reach_ = 0;                   // longest secret - 1
 };
 
 }  // namespace
@@ -46,10 +62,10 @@ std::string log_path(const Node& node) {
   }
 }
 
-std::unique_ptr<Handle> open_log(const Node& node) {
+std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node) {
   const std::string path = log_path(node);
   const int fd = path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  return std::make_unique<LogHandle>(fd);
+  return std::make_unique<LogHandle>(fd, fs.sup().secrets(node.record->bg_id));
 }
 
 }  // namespace fsd

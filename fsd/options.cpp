@@ -21,6 +21,7 @@ struct RawOptions {
   char* mountpoint = nullptr;
   unsigned wait_timeout = 600;
   unsigned long max_request = 4ul << 20;
+  unsigned long output_max = 1ul << 20;
   int allow_other = 0;
   int extra_args = 0;  // a second non-option argument
 };
@@ -35,6 +36,7 @@ const fuse_opt kSpec[] = {
     SBX_OPT("--secrets-file=%s", secrets_file),
     SBX_OPT("wait_timeout=%u", wait_timeout),
     SBX_OPT("max_request=%lu", max_request),
+    SBX_OPT("output_max=%lu", output_max),
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -95,6 +97,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.secrets_file = raw.secrets_file ? raw.secrets_file : "";
   o.wait_timeout_sec = raw.wait_timeout;
   o.max_request = raw.max_request;
+  o.output_max = raw.output_max;
   o.allow_other = raw.allow_other;
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
@@ -110,6 +113,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.fuse = args;
   if (o.wait_timeout_sec == 0) return fail("wait_timeout must be > 0");
   if (o.max_request == 0) return fail("max_request must be > 0");
+  if (o.output_max == 0) return fail("output_max must be > 0");
   return o;
 }
 
@@ -126,6 +130,7 @@ std::string usage(const char* prog) {
          "    --secrets-file FILE    KEY=VALUE lines whose values are masked everywhere\n"
          "    -o wait_timeout=SEC    cap of a blocking read of procs/ID/wait (default 600)\n"
          "    -o max_request=BYTES   largest request written to cmd (default 4194304)\n"
+         "    -o output_max=BYTES    cap of each stream in procs/ID/output (default 1048576)\n"
          "    -o allow_other         let every user in; each sees and runs only their own\n"
          "\n"
          "unmount: fusermount3 -u MOUNTPOINT (running commands keep running)\n"

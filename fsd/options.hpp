@@ -3,7 +3,7 @@
 // for sbxfs's options, then fuse_parse_cmdline for FUSE's):
 //   sbxfs [options] [MOUNTPOINT]
 //   -f/--foreground, -d/--debug, --state-dir DIR, --secrets-file FILE,
-//   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES
+//   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES
 //   -h/--help, -V/--version
 #include <cstddef>
 #include <string>
@@ -21,6 +21,7 @@ struct Options {
   std::string secrets_file;  ///< empty: none
   unsigned wait_timeout_sec = 600;
   std::size_t max_request = std::size_t{4} << 20;
+  std::size_t output_max = std::size_t{1} << 20;
   bool allow_other = false;
   bool foreground = false;
   bool debug = false;

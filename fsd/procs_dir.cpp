@@ -30,14 +30,17 @@ sup::Result<Node> make_slot(Filesystem& fs, const std::string& name, const Reque
     fs.errors().add(path, to_errno(st.error().code), st.error().message, name);
     return st.error();
   }
+  fs.note_action("mkdir", "made the empty slot procs/" + name, name, &*st);
   return fs.node_of(*st, Kind::record_dir);
 }
 
 sup::Status remove_record(Filesystem& fs, const std::string& name, const Requester& who) {
   const std::string path = "procs/" + name + " (rmdir)";
-  if (!fs.find(name, who)) return sup::Error{sup::Errc::not_found, "no such command"};
+  const std::optional<sup::CommandStatus> rec = fs.find(name, who);
+  if (!rec) return sup::Error{sup::Errc::not_found, "no such command"};
   const sup::Status st = fs.sup().remove(name);
   if (!st) fs.errors().add(path, to_errno(st.error().code), st.error().message, name, name);
+  else fs.note_action("rmdir", "removed procs/" + name + (rec->cmd_full.empty() ? "" : ": " + rec->cmd_full), name, &*rec);
   return st;
 }
 

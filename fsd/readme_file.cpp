@@ -31,7 +31,8 @@ START A COMMAND
   listed in `errors`.
 
 WATCH IT
-  status.json              the supervisor and its running commands
+  status.json              the supervisor, its running commands, the last
+                           actions done here, load, memory and disks
   procs/                   one folder per command, oldest first
   procs/ID/status.json     the command's record: state, pid, exitCode, ...
   procs/ID/log             stdout and stderr as written (tail -f works)
@@ -41,6 +42,12 @@ WATCH IT
                            gives its record as JSON with "stillRunning": false.
                            After )" + cap + R"( s it answers "stillRunning": true instead.
                            Ctrl-C or `timeout 5 cat wait` only stops the reader.
+  procs/ID/output          blocks like wait, then gives stdout, stderr, exitCode,
+                           signal and durationMs as one JSON object (each stream
+                           its last )" + std::to_string(cfg.output_max) + R"( bytes; bytes that are not UTF-8 as \xHH)
+  procs/ID/steps.json      the steps recorded inside the command with
+                           `sbx-step NAME -- COMMAND...` (it finds the tree from
+                           $SBX_MOUNT and $SBX_BGID, set in every command)
   procs/ID/ready           write `port 3000`, `log REGEX` or `http 3000 /health`;
                            reading blocks until the command is ready (or ended)
 

@@ -43,6 +43,7 @@ class ReadyHandle : public BlockingReadHandle {
       fs_.errors().add(path, to_errno(st.error().code), st.error().message, data, id_);
       return Reply::fail(st.error());
     }
+    fs_.note_action("ready", "ready when " + std::string(data.substr(0, 200)), id_);
     return Reply::written(data.size());
   }
 

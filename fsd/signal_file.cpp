@@ -36,6 +36,10 @@ class SignalHandle : public Handle {
       fs_.errors().add(path, to_errno(st.error().code), st.error().message, data, id_);
       return Reply::fail(st.error());
     }
+    const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
+    const char* abbrev = sigabbrev_np(sig);
+    const std::string name = abbrev ? std::string("SIG") + abbrev : std::to_string(sig);
+    fs_.note_action("signal", name + (rec ? " " + rec->cmd_full : ""), id_, rec ? &*rec : nullptr);
     return Reply::written(data.size());
   }
 

@@ -20,6 +20,8 @@ class StopHandle : public Handle {
       fs_.errors().add("procs/" + id_ + "/stop", to_errno(st.error().code), st.error().message, data, id_);
       return Reply::fail(st.error());
     }
+    const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
+    if (rec && rec->running) fs_.note_action("stop", rec->cmd_full, id_, &*rec);
     const std::size_t n = data.size();
     // No cap: the monitor kills what TERM leaves after the grace, so the
     // end comes; a reader who gives up is released by its signal.

@@ -27,6 +27,8 @@ constexpr FileSpec kRecordFiles[] = {
     {Kind::log, "log"},        {Kind::stdout_log, "stdout"},
     {Kind::stderr_log, "stderr"}, {Kind::tail, "tail"},
     {Kind::wait, "wait"},      {Kind::ready, "ready"},
+    {Kind::output, "output"},  {Kind::steps, "steps"},
+    {Kind::steps_json, "steps.json"},
     {Kind::stop, "stop"},      {Kind::signal, "signal"},
 };
 
@@ -59,7 +61,8 @@ mode_t mode_of(Kind kind) {
     case Kind::record_cmd:
     case Kind::ready: return S_IFREG | 0666;
     case Kind::stop:
-    case Kind::signal: return S_IFREG | 0222;
+    case Kind::signal:
+    case Kind::steps: return S_IFREG | 0222;
     default: return S_IFREG | 0444;
   }
 }

@@ -1,0 +1,62 @@
+#pragma once
+// The machine part of the root status.json: load, memory and disks (cheap:
+// sysinfo, /proc/meminfo, statvfs), and WorkDirSizes, the one slow figure
+// (how much each entry under a command's working directory takes), measured
+// on its own thread and cached, so that a read never waits for it.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fsd {
+
+/// {"1m": x, "5m": y, "15m": z}
+nlohmann::json load_json();
+/// {"totalGb": x, "availableGb": y} (MemAvailable; sysinfo's free when missing)
+nlohmann::json memory_json();
+/// For the state directory's filesystem, /, /tmp and /dev/shm:
+/// [{what, path, sizeGb, usedGb, freeGb}], or {what, path, sameAs: PATH}
+/// for one on the same device as an earlier one (never counted twice).
+nlohmann::json disk_json(const std::string& state_dir);
+
+class WorkDirSizes {
+ public:
+  static constexpr std::chrono::seconds kFresh{30};
+  static constexpr std::size_t kTopEntries = 20;
+
+  WorkDirSizes();
+  ~WorkDirSizes();  ///< stops and joins the measuring thread
+  WorkDirSizes(const WorkDirSizes&) = delete;
+  WorkDirSizes& operator=(const WorkDirSizes&) = delete;
+
+  /// Never blocks on a measurement. For each directory: its figures when
+  /// measured (a measurement older than kFresh is shown and redone), else an
+  /// entry of `not_measured` with measuring: true, and a measurement queued.
+  void report(const std::vector<std::string>& dirs, nlohmann::json& measured, nlohmann::json& not_measured);
+
+ private:
+  void run();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  struct Result {
+    nlohmann::json json;                           // the figures, with measuredAt
+    std::chrono::steady_clock::time_point when{};  // when measured
+    bool measuring = false;
+  };
+  std::map<std::string, Result> results_;  // guarded by mu_
+  std::deque<std::string> queue_;          // guarded by mu_
+  bool stop_ = false;                      // guarded by mu_
+  std::atomic<bool> cancel_{false};        // set with stop_: a walk under way gives up
+  std::thread worker_;
+};
+
+}  // namespace fsd

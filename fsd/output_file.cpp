@@ -1,0 +1,155 @@
+// procs/ID/output: the command's output in one read. Blocks like `wait`
+// (parked, the same cap and interrupts), then answers
+//   {"stdout": "...", "stderr": "...", "exitCode": N, "signal": null,
+//    "timedOut": false, "truncated": false, "durationMs": N, ...}
+// Each stream is the end of procs/ID/stdout or stderr, at most output_max
+// bytes (a cut stream keeps its end: what a failing command printed last),
+// secrets masked. Bytes that are not valid UTF-8 become the four characters
+// \xHH (uppercase hex) and are counted in escapedBytes: never dropped.
+#include <cerrno>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsd/blocking_read.hpp"
+#include "fsd/files.hpp"
+
+namespace fsd {
+
+namespace {
+
+struct Stream {
+  std::string bytes;
+  bool truncated = false;
+  std::uint64_t size = 0;  ///< the whole file's size
+};
+
+/// The last `cap` bytes of `path` (an empty stream when it cannot be read).
+Stream read_end(const std::string& path, std::size_t cap) {
+  Stream s;
+  if (path.empty()) return s;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return s;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    s.size = static_cast<std::uint64_t>(st.st_size);
+    const off_t from = s.size > cap ? static_cast<off_t>(s.size - cap) : 0;
+    s.truncated = from > 0;
+    s.bytes.resize(static_cast<std::size_t>(s.size - static_cast<std::uint64_t>(from)));
+    std::size_t got = 0;
+    while (got < s.bytes.size()) {
+      const ssize_t n = ::pread(fd, s.bytes.data() + got, s.bytes.size() - got, from + static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    s.bytes.resize(got);
+    // A cut may fall inside a UTF-8 character: start at the next one.
+    if (s.truncated) {
+      std::size_t skip = 0;
+      while (skip < 3 && skip < s.bytes.size() && (static_cast<unsigned char>(s.bytes[skip]) & 0xC0) == 0x80) ++skip;
+      s.bytes.erase(0, skip);
+    }
+  }
+  ::close(fd);
+  return s;
+}
+
+/// Milliseconds since the epoch of "2026-11-29T22:15:47.123Z"; nullopt when it is not one.
+std::optional<std::int64_t> epoch_ms(const std::string& iso) {
+  std::tm tm{};
+  int ms = 0;
+  if (iso.size() < 20) return std::nullopt;
+  if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &ms) < 6)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<std::int64_t>(::timegm(&tm)) * 1000 + ms;
+}
+
+std::int64_t now_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
+class OutputHandle : public BlockingReadHandle {
+ public:
+  OutputHandle(Filesystem& fs, std::string id, Requester reader)
+      : BlockingReadHandle(fs, std::move(id), reader, ParkedRequests::Until::ended) {}
+
+ private:
+  std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
+    const std::size_t cap = fs_.config().output_max;
+    Stream out = read_end(st.stdout_file, cap);
+    Stream err = read_end(st.stderr_file, cap);
+    std::size_t out_escaped = 0, err_escaped = 0;
+    nlohmann::json j;
+    j["stdout"] = escape_utf8(fs_.mask(out.bytes, st.bg_id), &out_escaped);
+    j["stderr"] = escape_utf8(fs_.mask(err.bytes, st.bg_id), &err_escaped);
+    j["exitCode"] = st.exit_code ? nlohmann::json(*st.exit_code) : nlohmann::json(nullptr);
+    j["signal"] = st.signal.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.signal);
+    j["timedOut"] = st.timed_out;
+    j["truncated"] = out.truncated || err.truncated;
+    const std::optional<std::int64_t> start = epoch_ms(st.started_at);
+    const std::optional<std::int64_t> end = st.running ? now_ms() : epoch_ms(st.finished_at);
+    j["durationMs"] = start && end ? nlohmann::json(std::max<std::int64_t>(0, *end - *start)) : nlohmann::json(nullptr);
+    j["bgId"] = st.bg_id;
+    j["state"] = st.state;
+    j["stillRunning"] = why == ParkedRequests::Outcome::capped && st.running;
+    j["stdoutBytes"] = out.size;
+    j["stderrBytes"] = err.size;
+    j["stdoutTruncated"] = out.truncated;
+    j["stderrTruncated"] = err.truncated;
+    j["escapedBytes"] = {{"stdout", out_escaped}, {"stderr", err_escaped}};
+    return dump_json(j);
+  }
+};
+
+}  // namespace
+
+std::string escape_utf8(std::string_view in, std::size_t* escaped) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(in.size());
+  std::size_t count = 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  const std::size_t n = in.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    std::size_t len = 0;
+    std::uint32_t cp = 0, min = 0;
+    if (c < 0x80) len = 1, cp = c;
+    else if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
+    bool ok = len > 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) ok = false;
+      else cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid too.
+    if (ok && (cp < min || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)) ok = false;
+    if (ok) {
+      out.append(in.data() + i, len);
+      i += len;
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+      ++count;
+      ++i;
+    }
+  }
+  if (escaped) *escaped = count;
+  return out;
+}
+
+std::unique_ptr<Handle> open_output(Filesystem& fs, const Node& node, const Requester& reader) {
+  return std::make_unique<OutputHandle>(fs, node.id(), reader);
+}
+
+}  // namespace fsd

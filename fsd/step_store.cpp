@@ -1,0 +1,130 @@
+#include "fsd/step_store.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "supervisor/clock.hpp"
+#include "supervisor/files.hpp"
+
+namespace fsd {
+
+namespace {
+
+constexpr std::size_t kMaxSteps = 1000;
+constexpr std::size_t kMaxName = 200;
+
+std::int64_t now_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::string StepStore::file_of(const sup::CommandStatus& st) {
+  const std::size_t slash = st.log_file.rfind('/');
+  if (slash == std::string::npos) return {};
+  return st.log_file.substr(0, slash) + "/steps.json";
+}
+
+std::vector<StepStore::Step>& StepStore::run_of(const sup::CommandStatus& st) {
+  const std::string key = st.bg_id + "@" + st.started_at;
+  auto [it, inserted] = runs_.try_emplace(key);
+  if (inserted) {
+    // Taken back after a restart: what the last daemon saved.
+    std::ifstream in(file_of(st));
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_array())
+      for (const nlohmann::json& s : j) {
+        if (!s.is_object() || !s.value("name", nlohmann::json()).is_string()) continue;
+        Step step;
+        step.name = s["name"];
+        step.started_at = s.value("startedAt", "");
+        step.start_ms = s.value("startMs", std::int64_t{0});
+        if (s.value("ms", nlohmann::json()).is_number_integer()) step.ms = s["ms"].get<std::int64_t>();
+        if (s.value("exitCode", nlohmann::json()).is_number_integer()) step.exit_code = s["exitCode"].get<int>();
+        step.running = s.value("running", false);
+        it->second.push_back(std::move(step));
+      }
+  }
+  return it->second;
+}
+
+sup::Status StepStore::apply(const sup::CommandStatus& st, std::string_view lines) {
+  if (st.state == "empty" || st.started_at.empty())
+    return sup::Error{sup::Errc::invalid_argument, "no command has run in this slot"};
+  std::lock_guard g(mu_);
+  std::vector<Step>& steps = run_of(st);
+  while (!lines.empty()) {
+    const std::size_t nl = lines.find('\n');
+    std::string_view line = trim(lines.substr(0, nl));
+    lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
+    if (line.empty()) continue;
+    if (line.starts_with("start ") || line.starts_with("start\t")) {
+      std::string_view name = trim(line.substr(6));
+      if (name.empty()) return sup::Error{sup::Errc::invalid_argument, "start: a step needs a name"};
+      if (steps.size() >= kMaxSteps)
+        return sup::Error{sup::Errc::invalid_argument, "more than 1000 steps in one command"};
+      Step s;
+      s.name = std::string(name.substr(0, kMaxName));
+      s.started_at = sup::iso_now();
+      s.start_ms = now_ms();
+      steps.push_back(std::move(s));
+    } else if (line == "end" || line.starts_with("end ")) {
+      const std::string_view code = trim(line.substr(3));
+      std::optional<int> exit_code;
+      if (!code.empty()) {
+        int v = 0;
+        const auto [p, ec] = std::from_chars(code.data(), code.data() + code.size(), v);
+        if (ec != std::errc() || p != code.data() + code.size())
+          return sup::Error{sup::Errc::invalid_argument, "end: the exit code must be a number"};
+        exit_code = v;
+      }
+      auto open = std::find_if(steps.rbegin(), steps.rend(), [](const Step& s) { return s.running; });
+      if (open == steps.rend()) return sup::Error{sup::Errc::invalid_argument, "end: no step is running"};
+      open->running = false;
+      open->ms = now_ms() - open->start_ms;
+      open->exit_code = exit_code;
+    } else {
+      return sup::Error{sup::Errc::invalid_argument, "write 'start NAME' or 'end [EXITCODE]'"};
+    }
+  }
+  nlohmann::json saved = dump(steps, true);
+  for (std::size_t i = 0; i < steps.size(); ++i) saved[i]["startMs"] = steps[i].start_ms;
+  if (const std::string file = file_of(st); !file.empty()) (void)sup::write_file_atomic(file, saved.dump() + "\n", false);
+  return sup::Ok{};
+}
+
+nlohmann::json StepStore::dump(const std::vector<Step>& steps, bool command_running) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Step& s : steps) {
+    nlohmann::json j = {
+        {"name", s.name},
+        {"startedAt", s.started_at},
+        {"ms", s.ms ? nlohmann::json(*s.ms) : nlohmann::json(nullptr)},
+        {"exitCode", s.exit_code ? nlohmann::json(*s.exit_code) : nlohmann::json(nullptr)},
+        {"running", s.running && command_running},
+    };
+    if (s.running && !command_running) j["unfinished"] = true;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+nlohmann::json StepStore::to_json(const sup::CommandStatus& st) {
+  if (st.state == "empty" || st.started_at.empty()) return nlohmann::json::array();
+  std::lock_guard g(mu_);
+  return dump(run_of(st), st.running);
+}
+
+}  // namespace fsd

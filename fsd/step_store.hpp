@@ -1,0 +1,49 @@
+#pragma once
+// The steps inside commands (procs/ID/steps, written by sbx-step): per run
+// of a command, in order, with the one still going marked running. Kept in
+// memory and in the record's folder of the state directory (steps.json next
+// to its logs), so they outlive a restart of the daemon. Thread-safe.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "supervisor/command_status.hpp"
+#include "supervisor/error.hpp"
+
+namespace fsd {
+
+class StepStore {
+ public:
+  /// Applies the lines of one write: `start NAME` opens a step, `end [EXITCODE]`
+  /// closes the latest open one. Times are taken here, at arrival.
+  sup::Status apply(const sup::CommandStatus& st, std::string_view lines);
+  /// The steps of the run `st` as steps.json shows them: [{name, startedAt,
+  /// ms, exitCode, running}]; a step left open by an ended command has
+  /// running false and unfinished true.
+  nlohmann::json to_json(const sup::CommandStatus& st);
+
+ private:
+  struct Step {
+    std::string name;
+    std::string started_at;
+    std::int64_t start_ms = 0;
+    std::optional<std::int64_t> ms;
+    std::optional<int> exit_code;
+    bool running = true;
+  };
+  /// The steps of one run (loaded from the state directory the first time). Holds mu_.
+  std::vector<Step>& run_of(const sup::CommandStatus& st);
+  static std::string file_of(const sup::CommandStatus& st);
+  static nlohmann::json dump(const std::vector<Step>& steps, bool command_running);
+
+  std::mutex mu_;
+  std::map<std::string, std::vector<Step>> runs_;  // guarded by mu_; key: bgId + "@" + startedAt
+};
+
+}  // namespace fsd

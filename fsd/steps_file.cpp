@@ -1,0 +1,81 @@
+// procs/ID/steps and procs/ID/steps.json: the steps inside a command.
+// sbx-step (tools/sbx-step), run inside a supervised command, writes lines
+//   start NAME          a step begins (now)
+//   end [EXITCODE]      the latest step still running ends (now)
+// to procs/$SBX_BGID/steps under $SBX_MOUNT; steps.json lists them in order:
+// [{"name", "startedAt", "ms", "exitCode", "running"}]. A bad line is EINVAL
+// (and goes to `errors`); lines before it in the same write are kept.
+#include <cerrno>
+#include <mutex>
+
+#include "fsd/errno_map.hpp"
+#include "fsd/files.hpp"
+
+namespace fsd {
+
+namespace {
+
+class StepsHandle : public Handle {
+ public:
+  StepsHandle(Filesystem& fs, std::string id) : fs_(fs), id_(std::move(id)) {}
+
+  // Whole lines are applied in the write that completes them; a last line
+  // without "\n" at flush.
+  Reply write(fuse_req_t, std::string_view data, off_t) override {
+    std::lock_guard g(mu_);
+    buf_.append(data);
+    const std::size_t nl = buf_.rfind('\n');
+    if (nl == std::string::npos) {
+      if (buf_.size() > 64 * 1024) return fail("line too long", data);
+      return Reply::written(data.size());
+    }
+    const std::string lines = buf_.substr(0, nl + 1);
+    buf_.erase(0, nl + 1);
+    if (const int err = apply(lines)) return Reply::error(err);
+    return Reply::written(data.size());
+  }
+
+  int flush(fuse_req_t) override {
+    std::lock_guard g(mu_);
+    if (buf_.empty()) return 0;
+    const std::string line = std::move(buf_);
+    buf_.clear();
+    return apply(line);
+  }
+
+ private:
+  /// Holds mu_; 0 or the errno.
+  int apply(const std::string& lines) {
+    const std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
+    if (!st) return ENOENT;
+    const sup::Status ok = fs_.steps().apply(*st, lines);
+    if (!ok) {
+      fs_.errors().add("procs/" + id_ + "/steps", to_errno(ok.error().code), ok.error().message, lines, id_);
+      return to_errno(ok.error().code);
+    }
+    return 0;
+  }
+
+  Reply fail(const std::string& why, std::string_view data) {
+    fs_.errors().add("procs/" + id_ + "/steps", EINVAL, why, data, id_);
+    buf_.clear();
+    return Reply::error(EINVAL);
+  }
+
+  Filesystem& fs_;
+  const std::string id_;
+  std::mutex mu_;
+  std::string buf_;  // guarded by mu_: an unfinished line
+};
+
+}  // namespace
+
+std::unique_ptr<Handle> open_steps(Filesystem& fs, const Node& node) {
+  return std::make_unique<StepsHandle>(fs, node.id());
+}
+
+std::unique_ptr<Handle> open_steps_json(Filesystem& fs, const Node& node) {
+  return std::make_unique<SnapshotHandle>(dump_json(fs.steps().to_json(*node.record)));
+}
+
+}  // namespace fsd

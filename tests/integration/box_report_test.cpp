@@ -1,0 +1,173 @@
+// The root status.json as the box report: steps, load, memory, disks, and
+// the background-measured sizes under the working directories.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+using BoxReportTest = SbxfsTest;
+
+TEST_F(BoxReportTest, StepsListActionsOldestFirstMaskedAndCut) {
+  std::string a = start(R"({"cmd": "echo output-never-shown; sleep 30 # $TOK hunter2x", "note": "web", )"
+                        R"("secretEnv": {"TOK": "hunter2x"}})");
+  ASSERT_FALSE(a.empty());
+  ASSERT_EQ(write_file(p("procs/" + a + "/signal"), "WINCH"), 0);
+  ASSERT_EQ(run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", a}}).code, 0);
+  ASSERT_EQ(mkdir_errno(p("procs/slot7")), 0);
+  ASSERT_EQ(rmdir_errno(p("procs/slot7")), 0);
+  std::string long_cmd = "true " + std::string(300, 'x');
+  std::string b = start(long_cmd);
+  ASSERT_FALSE(b.empty());
+
+  auto s = root_status();
+  ASSERT_TRUE(s["steps"].is_array()) << s.dump();
+  const std::string dumped = s["steps"].dump();
+  EXPECT_EQ(dumped.find("hunter2x"), std::string::npos) << dumped;
+  EXPECT_EQ(dumped.find("output-never-shown\\n"), std::string::npos);
+  std::vector<std::string> kinds;
+  for (auto& st : s["steps"]) kinds.push_back(st["kind"]);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"start", "signal", "stop", "mkdir", "rmdir", "start"})) << dumped;
+  auto& first = s["steps"][0];
+  EXPECT_TRUE(is_iso_time(first["at"]));
+  EXPECT_EQ(first["bgId"], a);
+  EXPECT_EQ(first["note"], "web");
+  EXPECT_TRUE(first["cwd"].is_string());
+  EXPECT_NE(first["summary"].get<std::string>().find("****"), std::string::npos);
+  EXPECT_EQ(s["steps"][1]["summary"].get<std::string>().rfind("SIGWINCH", 0), 0u) << s["steps"][1];
+  EXPECT_EQ(s["steps"][3]["bgId"], "slot7");
+  const std::string cut = s["steps"][5]["summary"];
+  EXPECT_TRUE(cut.ends_with("\xE2\x80\xA6")) << cut;                 // "…"
+  EXPECT_EQ(cut, long_cmd.substr(0, 199) + "\xE2\x80\xA6");         // 200 characters
+}
+
+TEST_F(BoxReportTest, KeepsTheLastThirtySteps) {
+  for (int i = 0; i < 33; ++i) ASSERT_EQ(mkdir_errno(p("procs/s" + std::to_string(i))), 0);
+  auto s = root_status();
+  ASSERT_EQ(s["steps"].size(), 30u);
+  EXPECT_EQ(s["steps"][0]["bgId"], "s3");
+  EXPECT_EQ(s["steps"][29]["bgId"], "s32");
+}
+
+TEST_F(BoxReportTest, LoadMemoryAndDisksWithSameAs) {
+  auto s = root_status();
+  ASSERT_TRUE(s["load"].is_object()) << s.dump();
+  for (const char* k : {"1m", "5m", "15m"}) EXPECT_TRUE(s["load"][k].is_number()) << s["load"];
+  EXPECT_GT(s["memory"]["totalGb"].get<double>(), 0.0);
+  EXPECT_GE(s["memory"]["availableGb"].get<double>(), 0.0);
+  ASSERT_TRUE(s["disk"].is_array());
+  std::vector<std::string> paths;
+  for (auto& d : s["disk"]) paths.push_back(d["path"]);
+  EXPECT_EQ(paths, (std::vector<std::string>{state_, "/", "/tmp", "/dev/shm"}));
+  // Each entry is counted once: sameAs names the earlier path on the same device.
+  std::vector<std::pair<dev_t, std::string>> seen;
+  for (auto& d : s["disk"]) {
+    struct stat st {};
+    ASSERT_EQ(::stat(d["path"].get<std::string>().c_str(), &st), 0);
+    auto same = std::find_if(seen.begin(), seen.end(), [&](auto& e) { return e.first == st.st_dev; });
+    if (same != seen.end()) {
+      EXPECT_EQ(d["sameAs"], same->second) << d;
+      EXPECT_FALSE(d.contains("sizeGb")) << d;
+    } else {
+      EXPECT_FALSE(d.contains("sameAs")) << d;
+      for (const char* k : {"sizeGb", "usedGb", "freeGb"}) EXPECT_TRUE(d[k].is_number()) << d;
+      EXPECT_GE(d["sizeGb"].get<double>(), d["freeGb"].get<double>());
+      seen.emplace_back(st.st_dev, d["path"]);
+    }
+  }
+  // The state directory lives under /tmp here: /tmp is the same device.
+  struct stat st_state {}, st_tmp {};
+  ASSERT_EQ(::stat(state_.c_str(), &st_state), 0);
+  ASSERT_EQ(::stat("/tmp", &st_tmp), 0);
+  if (st_state.st_dev == st_tmp.st_dev) {
+    EXPECT_EQ(s["disk"][2]["sameAs"], state_);
+  }
+}
+
+// The issue's bar: reading the root status.json with 500 running commands
+// stays under 20 ms. Prints the figure (median and worst of 20 reads).
+TEST_F(BoxReportTest, FiveHundredRunningCommandsReadFast) {
+  extend_watchdog(120s);
+  auto started = python(R"(
+import os
+m = os.environ['MNT']
+for i in range(500):
+    fd = os.open(m + '/cmd', os.O_RDWR)
+    os.write(fd, b'sleep 120\n')
+    os.read(fd, 100)
+    os.close(fd)
+print('ok')
+)",
+                        120);
+  ASSERT_EQ(started.out, "ok\n") << started.err;
+  auto r = python(R"(
+import os, time, json
+p = os.environ['MNT'] + '/status.json'
+times = []
+for i in range(21):
+    t = time.perf_counter()
+    with open(p, 'rb') as f: data = f.read()
+    times.append((time.perf_counter() - t) * 1000)
+times = sorted(times[1:])
+print(len(json.loads(data)['procs']), '%.2f' % times[len(times) // 2], '%.2f' % times[-1])
+)",
+                  60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::printf("root status.json with 500 running commands: count, median ms, worst ms = %s", r.out.c_str());
+  int count = 0;
+  double median = 0, worst = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "%d %lf %lf", &count, &median, &worst), 3) << r.out;
+  EXPECT_EQ(count, 500);
+#ifdef __SANITIZE_ADDRESS__
+  const double bar = 100.0;  // a sanitizer build is several times slower: the bar is for release builds
+#else
+  const double bar = 20.0;
+#endif
+  EXPECT_LT(median, bar) << r.out;
+}
+
+TEST_F(BoxReportTest, WorkDirSizesMeasuringThenMeasured) {
+  const std::string work = dir_ + "/work";
+  ASSERT_EQ(run("mkdir -p \"$W/big/sub\" && head -c 2097152 /dev/urandom > \"$W/big/sub/blob\" && "
+                "echo hi > \"$W/small\"",
+                20, {{"W", work}})
+                .code,
+            0);
+  std::string id = start(R"({"cmd": "sleep 30", "cwd": ")" + work + R"("})");
+  ASSERT_FALSE(id.empty());
+  auto first = root_status();
+  ASSERT_TRUE(first["notMeasured"].is_array()) << first.dump();
+  ASSERT_EQ(first["notMeasured"].size(), 1u) << first["notMeasured"];
+  EXPECT_EQ(first["notMeasured"][0]["path"], work);
+  EXPECT_EQ(first["notMeasured"][0]["measuring"], true);
+  EXPECT_EQ(first["workDirSizes"], json::array());
+
+  json measured;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto s = root_status();
+        if (s["workDirSizes"].empty()) return false;
+        measured = s;
+        return true;
+      },
+      10s));
+  EXPECT_EQ(measured["notMeasured"], json::array());
+  auto& w = measured["workDirSizes"][0];
+  EXPECT_EQ(w["path"], work);
+  EXPECT_TRUE(is_iso_time(w["measuredAt"])) << w;
+  EXPECT_GE(w["totalBytes"].get<long>(), 2097152);
+  ASSERT_EQ(w["entries"].size(), 2u) << w;
+  EXPECT_EQ(w["entries"][0]["name"], "big");
+  EXPECT_GE(w["entries"][0]["bytes"].get<long>(), 2097152);
+  EXPECT_EQ(w["entries"][1]["name"], "small");
+  // Cached: the same measurement on the next read.
+  EXPECT_EQ(root_status()["workDirSizes"][0]["measuredAt"], w["measuredAt"]);
+}
+
+}  // namespace
+}  // namespace sbxit

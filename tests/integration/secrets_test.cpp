@@ -1,0 +1,47 @@
+// Secrets never come out of the log views: masked byte for byte, whatever
+// the read offset, even when the command wrote a secret in two pieces.
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+using SecretsTest = SbxfsTest;
+
+TEST_F(SecretsTest, LogViewsMaskSecretsAtEveryOffset) {
+  const std::string secret = "hunter2-Very-Secret";
+  // The secret reaches the log in two writes, with a pause between them.
+  std::string id = start(R"({"cmd": "printf 'key=hunter2-Ve'; sleep 0.2; printf 'ry-Secret;\n'; echo \"$TOKEN\" >&2; echo end",)"
+                         R"( "secretEnv": {"TOKEN": ")" + secret + R"("}})");
+  ASSERT_FALSE(id.empty());
+  wait_ended(id);
+  const std::string expect_masked = "key=" + std::string(secret.size(), '*') + ";\n";
+  for (const std::string& rel : {"procs/" + id + "/log", "procs/" + id + "/stdout", "procs/" + id + "/stderr",
+                                "logs/" + id + ".log"}) {
+    std::string body = file(rel);
+    EXPECT_EQ(body.find("hunter2"), std::string::npos) << rel << ": " << body;
+    EXPECT_EQ(body.find("Secret"), std::string::npos) << rel << ": " << body;
+  }
+  EXPECT_EQ(file("procs/" + id + "/stdout"), expect_masked + "end\n");
+  // The size is the real one, and every (offset, length) read agrees.
+  auto r = python(R"PY(
+import os
+p = os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/log'
+whole = open(p, 'rb').read()
+assert os.stat(p).st_size == len(whole), (os.stat(p).st_size, len(whole))
+assert b'hunter2' not in whole and b'Secret' not in whole, whole
+fd = os.open(p, os.O_RDONLY)
+for off in range(len(whole)):
+    for n in (1, 3, 7, 64):
+        got = os.pread(fd, n, off)
+        assert got == whole[off:off + n], (off, n, got)
+print('ok', len(whole))
+)PY", 60, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  // The raw file in the state directory is unchanged.
+  EXPECT_NE(read_file(state_ + "/procs/" + id + "/log").data.find(secret), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sbxit

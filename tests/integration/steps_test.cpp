@@ -1,0 +1,101 @@
+// sbx-step and procs/ID/steps.json: steps recorded from inside a command.
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+using StepsTest = SbxfsTest;
+
+const std::string kStep = SBX_STEP_PATH;
+
+TEST_F(StepsTest, ShellScriptWithAFailingStep) {
+  const std::string script = dir_ + "/build.sh";
+  ASSERT_EQ(write_file(script,
+                       "#!/bin/sh\n"
+                       "set -u\n"
+                       "\"$STEP\" fetch -- sh -c 'echo fetching; sleep 0.2'\n"
+                       "\"$STEP\" start compile\n"
+                       "echo compiling\n"
+                       "\"$STEP\" end 0\n"
+                       "\"$STEP\" test -- sh -c 'echo failing >&2; exit 3'\n"
+                       "rc=$?\n"
+                       "\"$STEP\" start report\n"
+                       "touch \"$T/reporting\"\n"
+                       "while [ ! -e \"$T/go\" ]; do sleep 0.05; done\n"
+                       "exit $rc\n",
+                       O_WRONLY | O_CREAT | O_TRUNC),
+            0);
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  std::string id = start(R"({"argv": [")" + script + R"("], "env": {"STEP": ")" + kStep + R"(", "T": ")" + dir_ +
+                         R"("}})");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return stat_errno(dir_ + "/reporting") == 0; }, 10s));
+
+  auto steps = parse_json(file("procs/" + id + "/steps.json"));
+  ASSERT_TRUE(steps.is_array()) << steps;
+  ASSERT_EQ(steps.size(), 4u) << steps.dump();
+  EXPECT_EQ(steps[0]["name"], "fetch");
+  EXPECT_EQ(steps[0]["exitCode"], 0);
+  EXPECT_EQ(steps[0]["running"], false);
+  EXPECT_GE(steps[0]["ms"].get<long>(), 150);
+  EXPECT_TRUE(is_iso_time(steps[0]["startedAt"]));
+  EXPECT_EQ(steps[1]["name"], "compile");
+  EXPECT_EQ(steps[1]["exitCode"], 0);
+  EXPECT_EQ(steps[2]["name"], "test");
+  EXPECT_EQ(steps[2]["exitCode"], 3);
+  EXPECT_EQ(steps[2]["running"], false);
+  EXPECT_EQ(steps[3]["name"], "report");
+  EXPECT_EQ(steps[3]["running"], true);
+  EXPECT_TRUE(steps[3]["ms"].is_null());
+  EXPECT_TRUE(steps[3]["exitCode"].is_null());
+
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  auto w = wait_json(id);
+  EXPECT_EQ(w["proc"]["exitCode"], 3) << "the script saw the failing step's status";
+  steps = parse_json(file("procs/" + id + "/steps.json"));
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[3]["running"], false);
+  EXPECT_EQ(steps[3]["unfinished"], true);
+  EXPECT_EQ(log(id).find("fetching\ncompiling\nfailing\n"), 0u) << log(id);
+}
+
+TEST_F(StepsTest, EnvironmentNamesTheTree) {
+  std::string id = start("echo \"$SBX_BGID $SBX_MOUNT\"");
+  ASSERT_FALSE(id.empty());
+  wait_ended(id);
+  EXPECT_EQ(log(id), id + " " + mnt_ + "\n");
+}
+
+TEST_F(StepsTest, OutsideSbxfsItJustRunsTheCommand) {
+  auto r = run("env -u SBX_BGID -u SBX_MOUNT \"$STEP\" hello -- sh -c 'echo hi; exit 5'", 10, {{"STEP", kStep}});
+  EXPECT_EQ(r.code, 5);
+  EXPECT_EQ(r.out, "hi\n");
+  r = run("env -u SBX_BGID -u SBX_MOUNT sh -c '\"$STEP\" start x && \"$STEP\" end 1 && echo ok'", 10,
+          {{"STEP", kStep}});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "ok\n");
+  EXPECT_EQ(run("\"$STEP\"", 10, {{"STEP", kStep}}).code, 2) << "usage";
+}
+
+TEST_F(StepsTest, BadLinesAreEinvalAndStepsSurviveARestart) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  const std::string steps = p("procs/" + id + "/steps");
+  EXPECT_EQ(write_file(steps, "bogus\n"), EINVAL);
+  EXPECT_EQ(write_file(steps, "end\n"), EINVAL) << "no step is running";
+  EXPECT_EQ(write_file(steps, "start one\nend 7\nstart two\n"), 0);
+  ASSERT_TRUE(restart_daemon());
+  auto j = parse_json(file("procs/" + id + "/steps.json"));
+  ASSERT_EQ(j.size(), 2u) << j;
+  EXPECT_EQ(j[0]["name"], "one");
+  EXPECT_EQ(j[0]["exitCode"], 7);
+  EXPECT_EQ(j[1]["name"], "two");
+  EXPECT_EQ(j[1]["running"], true);
+  EXPECT_EQ(write_file(steps, "end 0\n"), 0);
+  EXPECT_EQ(parse_json(file("procs/" + id + "/steps.json"))[1]["exitCode"], 0);
+}
+
+}  // namespace
+}  // namespace sbxit
