@@ -980,14 +980,15 @@ std::vector<CommandStatus> Supervisor::list() const {
   return out;
 }
 
-std::vector<CommandStatus> Supervisor::list_running(std::size_t* others) const {
+std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended) const {
   std::vector<CommandStatus> out;
   std::vector<pid_t> monitors;
   std::size_t rest = 0;
   {
     std::lock_guard g(impl_->mu);
     for (auto& [id, r] : impl_->records) {
-      if (r.ended || r.slot || r.error) {
+      if (r.slot) continue;
+      if (r.ended || r.error) {
         ++rest;
         continue;
       }
@@ -996,7 +997,7 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* others) const {
     }
   }
   for (size_t i = 0; i < out.size(); ++i) out[i].cpu = impl_->cpu_percent(out[i].bg_id, monitors[i]);
-  if (others) *others = rest;
+  if (ended) *ended = rest;
   return out;
 }
 

@@ -77,9 +77,10 @@ class Supervisor {
   std::optional<CommandStatus> status(const std::string& id) const;
   /// Every record, in bgId order (auto ids sort in start order).
   std::vector<CommandStatus> list() const;
-  /// The running records only, in bgId order, and how many others there are
-  /// (cheap with many ended records: those are counted, not copied).
-  std::vector<CommandStatus> list_running(std::size_t* others = nullptr) const;
+  /// The running records only, in bgId order, and how many have ended
+  /// (state exited or error; empty slots are not counted). Cheap with many
+  /// ended records: those are counted, not copied.
+  std::vector<CommandStatus> list_running(std::size_t* ended = nullptr) const;
   SupervisorInfo info() const;
 
   /// Blocks the calling thread until `id` has ended or `timeout` passed.
