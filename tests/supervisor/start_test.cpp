@@ -221,7 +221,9 @@ TEST_F(StartTest, NotExecutableIsPermissionDenied) {
 }
 
 TEST_F(StartTest, TakenNameIsAlreadyExists) {
-  auto first = sup_->start(shell("sleep 30", "dup"));
+  // argv, not a shell: dash forks `sleep` after start() returns, which
+  // would change the process set that ExpectStartFails compares.
+  auto first = sup_->start(argv({"sleep", "30"}, "dup"));
   SBX_ASSERT_OK(first);
   EXPECT_EQ(first->bg_id, "dup");
   EXPECT_TRUE(first->named);
@@ -327,7 +329,7 @@ TEST_F(StartTest, NamedSlotIsFilledByReuseSlot) {
   EXPECT_FALSE(slot->running);
   EXPECT_TRUE(slot->named);
   ExpectStartFails(shell("sleep 30", "web"), Errc::already_exists, sup::StartMode::new_only);
-  auto r = sup_->start(shell("sleep 30", "web"), sup::StartMode::reuse_slot);
+  auto r = sup_->start(argv({"sleep", "30"}, "web"), sup::StartMode::reuse_slot);  // no shell: see TakenName
   SBX_ASSERT_OK(r);
   EXPECT_EQ(r->bg_id, "web");
   EXPECT_TRUE(r->running);
