@@ -71,8 +71,6 @@ std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node);
 
 // signal_file.cpp: a write sends a signal (number or name) to the whole tree.
 std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node);
-/// "15", "TERM", "sigterm" -> 15; 0 when unknown.
-int parse_signal(std::string_view text);
 
 // tree.cpp and procs_dir.cpp: names, attributes and directories.
 struct DirEntry {

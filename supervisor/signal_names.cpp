@@ -40,7 +40,9 @@ std::optional<int> parse_signal(std::string_view text) {
     sig = parse_number(s);
   } else {
     if (s.rfind("SIG", 0) == 0) s.erase(0, 3);
-    if (s.rfind("RTMIN", 0) == 0 || s.rfind("RTMAX", 0) == 0) {
+    if (!s.empty() && std::isdigit(static_cast<unsigned char>(s[0]))) {
+      sig = parse_number(s);  // "SIG32": signals without a name, as signal_name() shows them
+    } else if (s.rfind("RTMIN", 0) == 0 || s.rfind("RTMAX", 0) == 0) {
       bool min = s[2] == 'M' && s[3] == 'I';
       std::string rest = s.substr(5);
       int off = 0;

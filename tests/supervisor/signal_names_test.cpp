@@ -1,0 +1,27 @@
+// Signal names <-> numbers, as the `signal` file takes them.
+#include <csignal>
+
+#include <gtest/gtest.h>
+
+#include "supervisor/signal_names.hpp"
+
+namespace {
+
+TEST(SignalNames, ParsesNumbersNamesAndRealTime) {
+  EXPECT_EQ(sup::parse_signal("15"), SIGTERM);
+  EXPECT_EQ(sup::parse_signal(" TERM\n"), SIGTERM);
+  EXPECT_EQ(sup::parse_signal("sigterm"), SIGTERM);
+  EXPECT_EQ(sup::parse_signal("usr1"), SIGUSR1);
+  EXPECT_EQ(sup::parse_signal("RTMIN+2"), SIGRTMIN + 2);
+  EXPECT_EQ(sup::parse_signal("SIGRTMAX-1"), SIGRTMAX - 1);
+  for (const char* bad : {"", "0", "65", "TERMX", "RTMIN-1", "RTMAX+1", "-9", "9 9", "SIG"})
+    EXPECT_FALSE(sup::parse_signal(bad).has_value()) << bad;
+}
+
+TEST(SignalNames, NamesRoundTrip) {
+  EXPECT_EQ(sup::signal_name(SIGKILL), "SIGKILL");
+  EXPECT_EQ(sup::signal_name(SIGRTMIN + 3), "SIGRTMIN+3");
+  for (int s = 1; s <= SIGRTMAX; ++s) EXPECT_EQ(sup::parse_signal(sup::signal_name(s)), s) << s;
+}
+
+}  // namespace
