@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "fsd/files.hpp"
+#include "fsd/session_key.hpp"
 
 namespace fsd {
 
@@ -35,7 +36,7 @@ Requester Requester::of(fuse_req_t req) {
   r.pid = ctx->pid;
   r.uid = ctx->uid;
   r.gid = ctx->gid;
-  r.sid = r.pid > 0 ? ::getsid(r.pid) : -1;
+  r.sid = session_key(r.pid);
   return r;
 }
 
@@ -105,13 +106,15 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
   activity_.add(std::move(kind), mask(summary, id), id, st ? st->cwd : "", st ? mask(st->note, id) : "");
 }
 
+bool Filesystem::mine(const sup::CommandStatus& st, const Requester& reader) const {
+  // Same session; with allow_other, also the same user. 0 is nobody's session.
+  return reader.sid != 0 && reader.sid == st.owner_sid && (!cfg_.allow_other || reader.uid == st.owner_uid);
+}
+
 nlohmann::json Filesystem::record_json(const sup::CommandStatus& st, const Requester& reader) const {
   nlohmann::json j = st.to_json();
   j["logPath"] = cfg_.mountpoint + "/procs/" + st.bg_id + "/log";
-  // `mine`: the reader and the starter share a session; with allow_other
-  // they must also be the same user.
-  j["mine"] = reader.sid > 0 && reader.sid == st.owner_sid &&
-              (!cfg_.allow_other || reader.uid == st.owner_uid);
+  j["mine"] = mine(st, reader);
   mask_strings(j, *this, st.bg_id);
   return j;
 }

@@ -38,7 +38,7 @@ struct Requester {
   pid_t pid = 0;
   uid_t uid = 0;
   gid_t gid = 0;
-  pid_t sid = -1;  ///< -1 when the process is gone
+  pid_t sid = 0;  ///< session_key(pid): 0 when the process is gone
 
   static Requester of(fuse_req_t req);
   /// The process's working directory (/proc/PID/cwd); "/" when unknown.
@@ -85,6 +85,8 @@ class Filesystem {
   /// With allow_other a user sees only their own commands (root: all).
   bool visible(const sup::CommandStatus& st, const Requester& who) const;
 
+  /// `mine` of status.json: see sbxfs.5.
+  bool mine(const sup::CommandStatus& st, const Requester& reader) const;
   /// One command's status.json: the record plus logPath and mine, strings masked.
   nlohmann::json record_json(const sup::CommandStatus& st, const Requester& reader) const;
   /// The last 4096 bytes of the command's log, secrets masked.

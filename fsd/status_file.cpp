@@ -31,8 +31,7 @@ nlohmann::json proc_summary(Filesystem& fs, const sup::CommandStatus& st, const 
       {"startedAt", st.started_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.started_at)},
       {"logPath", cfg.mountpoint + "/procs/" + st.bg_id + "/log"},
       {"cpu", st.cpu},
-      // As in record_json: same session (and, with allow_other, same user).
-      {"mine", reader.sid > 0 && reader.sid == st.owner_sid && (!cfg.allow_other || reader.uid == st.owner_uid)},
+      {"mine", fs.mine(st, reader)},
   };
 }
 

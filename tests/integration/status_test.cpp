@@ -168,6 +168,27 @@ TEST_F(StatusTest, MineIsFalseForAnotherSession) {
   EXPECT_EQ(oj["mine"], false);
 }
 
+// In a container entered from outside (docker exec, a CI runner), the session
+// leader is outside the PID namespace and getsid(2) says 0 for everyone. A
+// shell in a new PID namespace is exactly that: its own commands are still
+// `mine`, a setsid program's are not.
+TEST_F(StatusTest, MineHoldsWhenTheSessionLeaderIsOutsideThePidNamespace) {
+  auto r = run(R"sh(exec unshare --pid --fork --mount-proc sh -c '
+    [ "$(ps -o sid= -p $$ | tr -d " ")" = 0 ] || { echo "getsid is not 0 here"; exit 3; }
+    mkdir "$T/ns-mnt" "$T/ns-state"
+    "$SBXFS" --state-dir "$T/ns-state" "$T/ns-mnt" || exit 4
+    M="$T/ns-mnt"
+    exec 3<>"$M/cmd"; echo "sleep 30" >&3; read -r mine <&3; exec 3>&-
+    other=$(setsid -w sh -c "exec 3<>\"$M/cmd\"; echo \"sleep 30\" >&3; read -r id <&3; echo \$id")
+    grep -o "\"mine\": *[a-z]*" "$M/procs/$mine/status.json"
+    grep -o "\"mine\": *[a-z]*" "$M/procs/$other/status.json"
+    echo stop > "$M/procs/$mine/stop"; echo stop > "$M/procs/$other/stop"
+    fusermount3 -u "$M"')sh",
+               30, {{"SBXFS", SBXFS_PATH}});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "\"mine\": true\n\"mine\": false\n") << r.err;
+}
+
 TEST_F(StatusTest, ProcStatusIsASnapshotTakenAtOpen) {
   std::string id = start("while [ ! -e '" + dir_ + "/go' ]; do sleep 0.05; done");
   ASSERT_FALSE(id.empty());
