@@ -725,7 +725,14 @@ void SbxfsTest::TearDown() {
     std::lock_guard g(mu_);
     bg_pids_.clear();
   }
-  // 6. The daemon's log when the test failed.
+  // 6. A sanitizer report from the daemon (its stderr is the log) fails the
+  //    test even when the tree kept answering; then the log when it failed.
+  {
+    const std::string log = daemon_log();
+    for (const char* report : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", ": runtime error: "}) {
+      if (log.find(report) != std::string::npos) ADD_FAILURE() << "the daemon's log holds a sanitizer report: " << report;
+    }
+  }
   if (HasFailure()) {
     std::string log = daemon_log();
     if (log.size() > 64 * 1024) log = "[...]\n" + log.substr(log.size() - 64 * 1024);
