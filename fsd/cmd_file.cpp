@@ -69,8 +69,12 @@ class CmdHandle : public Handle {
     std::lock_guard g(mu_);
     if (too_big_) return Reply::error(E2BIG);  // the rest of a rejected oversized write
     if (done_) {
+      // The rejected bytes again (Python's buffered writer retries them at
+      // close): the same answer, no second line in `errors`.
+      if (rejected_err_ && data == rejected_) return Reply::error(rejected_err_);
       buf_.clear();
       done_ = false;
+      rejected_err_ = 0;
     }
     if (buf_.size() + data.size() > fs_.config().max_request) {
       // Keep refusing on this open file until close: the kernel may send the
@@ -160,10 +164,13 @@ class CmdHandle : public Handle {
   /// are shown with the request's own secrets masked, then the global ones.
   int finish_rejected(int err, const std::string& reason, off_t at) {
     const std::vector<std::string> secrets = request_secrets(buf_);
+    std::string rejected = buf_;
     const std::string shown = fs_.errors().add(slot_.empty() ? "cmd" : "procs/" + slot_ + "/cmd", err,
                                                sup::mask_secrets(reason, secrets),
                                                sup::mask_secrets(buf_, secrets), slot_);
     finish(std::string("error: ") + errno_name(err) + ": " + shown + "\n", at);
+    rejected_ = std::move(rejected);
+    rejected_err_ = err;
     return err;
   }
 
@@ -192,6 +199,8 @@ class CmdHandle : public Handle {
   bool done_ = false;           // guarded by mu_: a request completed; the next write starts anew
   bool too_big_ = false;        // guarded by mu_: refusing the rest of an oversized write
   std::string answer_;          // guarded by mu_: "<bgId>\n" or "error: ...\n"
+  std::string rejected_;        // guarded by mu_: the bytes of the request last refused
+  int rejected_err_ = 0;        // guarded by mu_: its errno; 0 after a start
   off_t end_ = 0;               // guarded by mu_: file offset after the last buffered write
   off_t answer_at_ = 0;         // guarded by mu_: the file offset where answer_ begins
 };
