@@ -3,10 +3,12 @@
 // Bytes written on one open file accumulate (offsets ignored) until the
 // request is complete:
 //   - JSON (first non-blank byte '{'): at the write after which the buffer
-//     parses as one JSON value;
+//     parses as one JSON value, or holds a syntax error before its end
+//     (more bytes cannot mend it: rejected in that write);
 //   - text: at a write that ends in "\n" and is shorter than 128 KiB (a
 //     longer one may be the first half of a large write the kernel split,
-//     NOTES.md §4); the whole buffer is one shell command;
+//     NOTES.md §4); the whole buffer is one shell command; or at once when
+//     it holds bytes that no text can hold (a NUL, bytes that are not UTF-8);
 //   - anything still buffered at flush (close), or at a read on the same file.
 // The request is validated and started inside the write that completes it,
 // so the write's result is the start's result; its answer, "<bgId>\n" or
@@ -24,6 +26,8 @@
 
 #include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
+#include "supervisor/secrets.hpp"
+#include "supervisor/utf8.hpp"
 
 namespace fsd {
 
@@ -41,16 +45,18 @@ constexpr const char* kUsage =
 
 /// The values of the request's own secretEnv, if it parses that far: a
 /// rejected request has no command whose secrets mask() knows.
-std::string hide_request_secrets(std::string text) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object() || !j.contains("secretEnv") || !j["secretEnv"].is_object()) return text;
+std::vector<std::string> request_secrets(std::string_view request) {
+  const nlohmann::json j = nlohmann::json::parse(request, nullptr, false);
+  std::vector<std::string> out;
+  if (!j.is_object() || !j.contains("secretEnv") || !j["secretEnv"].is_object()) return out;
   for (const auto& [key, value] : j["secretEnv"].items()) {
     if (!value.is_string() || value.get_ref<const std::string&>().empty()) continue;
-    const std::string& secret = value.get_ref<const std::string&>();
-    for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 4))
-      text.replace(at, secret.size(), "****");
+    out.push_back(value.get<std::string>());
+    // As it stands in the request text when it holds a quote, a backslash...
+    const std::string quoted = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (quoted.substr(1, quoted.size() - 2) != out.back()) out.push_back(quoted.substr(1, quoted.size() - 2));
   }
-  return text;
+  return out;
 }
 
 class CmdHandle : public Handle {
@@ -63,8 +69,12 @@ class CmdHandle : public Handle {
     std::lock_guard g(mu_);
     if (too_big_) return Reply::error(E2BIG);  // the rest of a rejected oversized write
     if (done_) {
+      // The rejected bytes again (Python's buffered writer retries them at
+      // close): the same answer, no second line in `errors`.
+      if (rejected_err_ && data == rejected_) return Reply::error(rejected_err_);
       buf_.clear();
       done_ = false;
+      rejected_err_ = 0;
     }
     if (buf_.size() + data.size() > fs_.config().max_request) {
       // Keep refusing on this open file until close: the kernel may send the
@@ -103,11 +113,24 @@ class CmdHandle : public Handle {
     return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
   }
 
+  /// Whether `text` is one JSON value, or never will be: a syntax error
+  /// before the end (an error at the end may be the end of a partial write).
+  static bool json_complete(const std::string& text) {
+    try {
+      return !nlohmann::json::parse(text).is_discarded();
+    } catch (const nlohmann::json::parse_error& e) {
+      return e.byte <= text.size();
+    } catch (const nlohmann::json::exception&) {
+      return true;  // a number out of range
+    }
+  }
+
   /// Whether the buffer, after `last` was appended, holds a whole request.
   bool complete(std::string_view last) const {
     const std::size_t first = buf_.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) return !last.empty() && last.back() == '\n' && !buf_.empty();
-    if (buf_[first] == '{') return nlohmann::json::accept(buf_);
+    if (buf_[first] == '{') return json_complete(buf_);
+    if (sup::never_text(buf_)) return true;  // binary data: refused at once
     return last.size() < kSplitWrite && !last.empty() && last.back() == '\n';
   }
 
@@ -137,10 +160,17 @@ class CmdHandle : public Handle {
     return 0;
   }
 
+  /// The reason (which may quote the request: a cwd, a key) and the request
+  /// are shown with the request's own secrets masked, then the global ones.
   int finish_rejected(int err, const std::string& reason, off_t at) {
-    fs_.errors().add(slot_.empty() ? "cmd" : "procs/" + slot_ + "/cmd", err, reason,
-                     hide_request_secrets(buf_), slot_);
-    finish(std::string("error: ") + errno_name(err) + ": " + reason + "\n", at);
+    const std::vector<std::string> secrets = request_secrets(buf_);
+    std::string rejected = buf_;
+    const std::string shown = fs_.errors().add(slot_.empty() ? "cmd" : "procs/" + slot_ + "/cmd", err,
+                                               sup::mask_secrets(reason, secrets),
+                                               sup::mask_secrets(buf_, secrets), slot_);
+    finish(std::string("error: ") + errno_name(err) + ": " + shown + "\n", at);
+    rejected_ = std::move(rejected);
+    rejected_err_ = err;
     return err;
   }
 
@@ -169,6 +199,8 @@ class CmdHandle : public Handle {
   bool done_ = false;           // guarded by mu_: a request completed; the next write starts anew
   bool too_big_ = false;        // guarded by mu_: refusing the rest of an oversized write
   std::string answer_;          // guarded by mu_: "<bgId>\n" or "error: ...\n"
+  std::string rejected_;        // guarded by mu_: the bytes of the request last refused
+  int rejected_err_ = 0;        // guarded by mu_: its errno; 0 after a start
   off_t end_ = 0;               // guarded by mu_: file offset after the last buffered write
   off_t answer_at_ = 0;         // guarded by mu_: the file offset where answer_ begins
 };

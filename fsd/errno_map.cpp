@@ -14,6 +14,8 @@ int to_errno(sup::Errc code) {
     case sup::Errc::already_exists: return EEXIST;
     case sup::Errc::busy: return EBUSY;
     case sup::Errc::too_big: return E2BIG;
+    case sup::Errc::name_too_long: return ENAMETOOLONG;
+    case sup::Errc::too_many_files: return EMFILE;
     case sup::Errc::try_again: return EAGAIN;
     case sup::Errc::no_such_process: return ESRCH;
     case sup::Errc::io_error: return EIO;

@@ -18,15 +18,17 @@ class ErrorLog {
  public:
   static constexpr std::size_t kCapacity = 100;
   static constexpr std::size_t kRequestChars = 200;
+  static constexpr std::size_t kReasonChars = 300;
 
   explicit ErrorLog(const sup::Supervisor& sup) : sup_(sup) {}
 
   /// Records a rejected request. `path` is where it was written ("cmd",
-  /// "procs/ID/cmd", "procs/NAME (mkdir)"...); `request` is masked with the
-  /// global secrets and those of command `id`, then cut to kRequestChars.
-  /// Also logged to the daemon's log.
-  void add(std::string_view path, int err, std::string_view reason, std::string_view request,
-           const std::string& id = "");
+  /// "procs/ID/cmd", "procs/NAME (mkdir)"...); it, `reason` and `request` are
+  /// masked with the global secrets and those of command `id`, then cut to
+  /// kReasonChars and kRequestChars (a parser's message may quote a whole
+  /// token). Also logged to the daemon's log. Returns the reason as shown.
+  std::string add(std::string_view path, int err, std::string_view reason, std::string_view request,
+                  const std::string& id = "");
 
   /// All lines, oldest first, each ending in "\n".
   std::string text() const;

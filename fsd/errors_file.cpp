@@ -28,21 +28,35 @@ std::string iso_now() {
   return out;
 }
 
+/// `text` masked, then cut to about `max` bytes by dropping its middle: a
+/// reason that quotes a long cwd still ends in why it failed.
+std::string shown(const sup::Supervisor& sup, std::string_view text, const std::string& id, std::size_t max) {
+  std::string out = sup.mask(text, id);
+  if (out.size() <= max) return out;
+  auto boundary = [&](std::size_t at) {  // never inside a UTF-8 character
+    while (at > 0 && (static_cast<unsigned char>(out[at]) & 0xC0) == 0x80) --at;
+    return at;
+  };
+  const std::size_t head = boundary(max / 2), tail = boundary(out.size() - max / 2);
+  return out.substr(0, head) + " [...] " + out.substr(tail);
+}
+
 }  // namespace
 
-void ErrorLog::add(std::string_view path, int err, std::string_view reason, std::string_view request,
-                   const std::string& id) {
-  std::string shown = sup_.mask(request, id);
-  if (shown.size() > kRequestChars) shown.resize(kRequestChars);
+std::string ErrorLog::add(std::string_view path, int err, std::string_view reason, std::string_view request,
+                          const std::string& id) {
+  std::string why = shown(sup_, reason, id, kReasonChars);
+  std::string req = sup_.mask(request, id);
+  if (req.size() > kRequestChars) req.resize(kRequestChars);
   const nlohmann::json j = {
-      {"at", iso_now()},         {"path", path},  {"errno", errno_name(err)},
-      {"error", std::string(reason)}, {"request", shown},
+      {"at", iso_now()}, {"path", sup_.mask(path, id)}, {"errno", errno_name(err)}, {"error", why}, {"request", req},
   };
   std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   fuse_log(FUSE_LOG_NOTICE, "sbxfs: rejected %s\n", line.c_str());
   std::lock_guard g(mu_);
   lines_.push_back(std::move(line));
   while (lines_.size() > kCapacity) lines_.pop_front();
+  return why;
 }
 
 std::string ErrorLog::text() const {

@@ -23,7 +23,9 @@ namespace {
 
 class LogHandle : public Handle {
  public:
-  LogHandle(int fd, std::vector<std::string> secrets) : fd_(fd), secrets_(std::move(secrets)) {
+  /// `open_err`: why the backing file could not be opened (0: none, or no log yet).
+  LogHandle(int fd, int open_err, std::vector<std::string> secrets)
+      : fd_(fd), open_err_(open_err), secrets_(std::move(secrets)) {
     for (const auto& s : secrets_) reach_ = std::max(reach_, s.size() - 1);
   }
   ~LogHandle() override {
@@ -31,6 +33,7 @@ class LogHandle : public Handle {
   }
 
   Reply read(fuse_req_t, std::size_t size, off_t off) override {
+    if (fd_ < 0 && open_err_) return Reply::error(open_err_);  // EMFILE: say so, never "empty"
     if (fd_ < 0) return Reply::data({});  // an empty slot has no log yet
     const off_t lo = secrets_.empty() ? off : std::max<off_t>(0, off - static_cast<off_t>(reach_));
     const std::size_t before = static_cast<std::size_t>(off - lo);
@@ -48,6 +51,7 @@ class LogHandle : public Handle {
 
  private:
   const int fd_;
+  const int open_err_;
   const std::vector<std::string> secrets_;  // fixed at open
   std::size_t reach_ = 0;                   // longest secret - 1
 };
@@ -65,7 +69,8 @@ std::string log_path(const Node& node) {
 std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node) {
   const std::string path = log_path(node);
   const int fd = path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  return std::make_unique<LogHandle>(fd, fs.sup().secrets(node.record->bg_id));
+  const int err = fd < 0 && !path.empty() && errno != ENOENT ? errno : 0;
+  return std::make_unique<LogHandle>(fd, err, fs.sup().secrets(node.record->bg_id));
 }
 
 }  // namespace fsd

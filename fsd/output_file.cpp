@@ -14,6 +14,7 @@
 
 #include "fsd/blocking_read.hpp"
 #include "fsd/files.hpp"
+#include "supervisor/utf8.hpp"
 
 namespace fsd {
 
@@ -115,28 +116,12 @@ std::string escape_utf8(std::string_view in, std::size_t* escaped) {
   std::string out;
   out.reserve(in.size());
   std::size_t count = 0;
-  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
-  const std::size_t n = in.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    std::size_t len = 0;
-    std::uint32_t cp = 0, min = 0;
-    if (c < 0x80) len = 1, cp = c;
-    else if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
-    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
-    bool ok = len > 0 && i + len <= n;
-    for (std::size_t k = 1; ok && k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) ok = false;
-      else cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid too.
-    if (ok && (cp < min || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)) ok = false;
-    if (ok) {
+  for (std::size_t i = 0; i < in.size();) {
+    if (const std::size_t len = sup::utf8_char_len(in, i)) {
       out.append(in.data() + i, len);
       i += len;
     } else {
+      const auto c = static_cast<unsigned char>(in[i]);
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 15];

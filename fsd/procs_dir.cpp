@@ -22,7 +22,7 @@ std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who) {
 sup::Result<Node> make_slot(Filesystem& fs, const std::string& name, const Requester& who) {
   const std::string path = "procs/" + name + " (mkdir)";
   if (const sup::Status ok = sup::validate_name(name); !ok) {
-    fs.errors().add(path, EINVAL, ok.error().message, name);
+    fs.errors().add(path, to_errno(ok.error().code), ok.error().message, name);
     return ok.error();
   }
   sup::Result<sup::CommandStatus> st = fs.sup().create_slot(name, who.uid, who.sid);

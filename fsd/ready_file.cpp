@@ -5,6 +5,7 @@
 //   {"proc": {...}, "ready": true, "readyAt": "...", "stillRunning": true}
 // with "ready": false when it ended first (or the cap ran out: then
 // "stillRunning": true). Blocking works as for `wait` (BlockingReadHandle).
+#include <atomic>
 #include <cerrno>
 
 #include "fsd/blocking_read.hpp"
@@ -34,8 +35,11 @@ class ReadyHandle : public BlockingReadHandle {
 
   Reply write(fuse_req_t, std::string_view data, off_t) override {
     const std::string path = "procs/" + id_ + "/ready";
+    // The rest of an oversized line (stdio writes on after a failed write): no new condition.
+    if (too_big_) return Reply::error(E2BIG);
     sup::Result<sup::ReadyCondition> cond = sup::parse_ready_condition(data);
     if (!cond) {
+      too_big_ = cond.error().code == sup::Errc::too_big;
       fs_.errors().add(path, to_errno(cond.error().code), cond.error().message, data, id_);
       return Reply::fail(cond.error());
     }
@@ -48,6 +52,8 @@ class ReadyHandle : public BlockingReadHandle {
   }
 
  private:
+  std::atomic<bool> too_big_{false};  // refusing the rest of an oversized line until close
+
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
     const bool ready = why == ParkedRequests::Outcome::ready;
     return dump_json({

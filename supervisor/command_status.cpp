@@ -20,7 +20,9 @@ nlohmann::json CommandStatus::to_json() const {
     j["signal"] = signal.empty() ? json(nullptr) : json(signal);
     j["endReason"] = end_reason.empty() ? json(nullptr) : json(end_reason);
     j["timedOut"] = timed_out;
+    if (!end_note.empty()) j["endNote"] = end_note;
   }
+  if (output_lost > 0) j["outputLost"] = output_lost;
   j["cpu"] = cpu;
   if (!ready_condition.empty()) {
     j["ready"] = ready;

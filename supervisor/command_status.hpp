@@ -29,6 +29,8 @@ struct CommandStatus {
   std::string signal;         ///< "SIGTERM" when a signal ended the root
   std::string end_reason;     ///< exited stopped timedOut oomKilled killed unknown
   bool timed_out = false;
+  std::string end_note;       ///< endReason "unknown": what happened, in words
+  std::uint64_t output_lost = 0;  ///< log bytes lost (the disk was full)
   double cpu = 0;             ///< recent %CPU of the whole tree (100 = one core)
   std::optional<Error> error; ///< state "error": why
   uid_t owner_uid = 0;        ///< who started it

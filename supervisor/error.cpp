@@ -13,8 +13,10 @@ Error error_from_errno(int err, const std::string& what) {
     case EACCES: case EPERM: case ENOEXEC: case EISDIR: c = Errc::permission_denied; break;
     case EEXIST: case ENOTEMPTY: c = Errc::already_exists; break;
     case EBUSY: c = Errc::busy; break;
-    case E2BIG: case ENAMETOOLONG: c = Errc::too_big; break;
-    case EAGAIN: case EMFILE: case ENFILE: case ENOMEM: c = Errc::try_again; break;
+    case E2BIG: c = Errc::too_big; break;
+    case ENAMETOOLONG: c = Errc::name_too_long; break;
+    case EMFILE: case ENFILE: c = Errc::too_many_files; break;
+    case EAGAIN: case ENOMEM: c = Errc::try_again; break;
     case ESRCH: c = Errc::no_such_process; break;
     case ENOSPC: case EDQUOT: c = Errc::no_space; break;
     case EINVAL: c = Errc::invalid_argument; break;
@@ -35,6 +37,8 @@ const char* error_code_name(Errc c) {
     case Errc::already_exists: return "EEXIST";
     case Errc::busy: return "EBUSY";
     case Errc::too_big: return "E2BIG";
+    case Errc::name_too_long: return "ENAMETOOLONG";
+    case Errc::too_many_files: return "EMFILE";
     case Errc::try_again: return "EAGAIN";
     case Errc::no_such_process: return "ESRCH";
     case Errc::io_error: return "EIO";

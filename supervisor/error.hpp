@@ -16,7 +16,9 @@ enum class Errc {
   already_exists,     // EEXIST: name taken
   busy,               // EBUSY: the command is running
   too_big,            // E2BIG: request or argument list too large
+  name_too_long,      // ENAMETOOLONG: a bgId or path longer than allowed
   try_again,          // EAGAIN: a limit was reached for now
+  too_many_files,     // EMFILE: the daemon is out of file descriptors
   no_such_process,    // ESRCH: the command has ended
   io_error,           // EIO: the state directory failed us
   no_space,           // ENOSPC: the state directory's disk is full

@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 
 namespace sup {
@@ -104,6 +106,56 @@ std::uint64_t tree_cpu_ticks(pid_t monitor) {
 
 int open_pidfd(pid_t pid) {
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+
+namespace {
+
+bool environ_holds(pid_t pid, const std::vector<std::string>& marks) {
+  const std::string env = '\0' + slurp("/proc/" + std::to_string(pid) + "/environ");
+  for (const std::string& m : marks)
+    if (env.find('\0' + m + '\0') == std::string::npos && !env.ends_with('\0' + m)) return false;
+  return true;
+}
+
+// One sweep: kills (through a pidfd, its start time re-checked) every match;
+// returns how many were not in `killed` yet.
+std::size_t kill_sweep(pid_t root, std::uint64_t root_start, const std::vector<std::string>& marks,
+                       std::set<pid_t>& killed) {
+  std::vector<pid_t> found;
+  DIR* d = ::opendir("/proc");
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    const pid_t pid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+    if (pid <= 1 || pid == ::getpid()) continue;
+    const auto f = stat_fields(pid);
+    if (f.size() < 20 || f[0] == "Z" || field(f, 22) < root_start) continue;
+    const bool ours = static_cast<pid_t>(field(f, 5)) == root || static_cast<pid_t>(field(f, 6)) == root ||
+                      (!marks.empty() && environ_holds(pid, marks));
+    if (!ours) continue;
+    found.push_back(pid);
+    children_of(pid, found);
+  }
+  ::closedir(d);
+  std::size_t fresh = 0;
+  for (pid_t pid : found) {
+    const auto start = process_start_time(pid);
+    const int fd = open_pidfd(pid);
+    if (fd < 0) continue;
+    if (process_start_time(pid) == start && ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0) == 0)
+      fresh += killed.insert(pid).second ? 1 : 0;
+    ::close(fd);
+  }
+  return fresh;
+}
+
+}  // namespace
+
+std::size_t kill_orphaned_tree(pid_t root, std::uint64_t root_start, const std::vector<std::string>& env_marks) {
+  // Again while a sweep finds something: a process may fork while we look.
+  std::set<pid_t> killed;
+  for (int round = 0; round < 5; ++round)
+    if (kill_sweep(root, root_start, env_marks, killed) == 0) break;
+  return killed.size();
 }
 
 }  // namespace sup

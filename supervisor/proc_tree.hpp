@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace sup {
@@ -20,5 +21,13 @@ std::vector<pid_t> descendants(pid_t pid);
 std::uint64_t tree_cpu_ticks(pid_t monitor);
 /// pidfd_open(2); -1 with errno on failure.
 int open_pidfd(pid_t pid);
+
+/// For a command whose monitor died without a word (so its adopted orphans
+/// went to init): SIGKILLs what is left of it, that is the live processes
+/// of the root's session and process group, those whose environment holds
+/// every one of `env_marks` (none: no such search), each started no earlier
+/// than the root (`root_start`, field 22), and all their descendants.
+/// Returns how many it killed.
+std::size_t kill_orphaned_tree(pid_t root, std::uint64_t root_start, const std::vector<std::string>& env_marks);
 
 }  // namespace sup

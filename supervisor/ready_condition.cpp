@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "supervisor/utf8.hpp"
+
 namespace sup {
 
 namespace {
@@ -90,8 +92,13 @@ Result<std::optional<ReadyCondition>> ready_condition_from_json(const nlohmann::
 }
 
 Result<ReadyCondition> parse_ready_condition(std::string_view text) {
+  // Each write is a condition: a longer line, which stdio and the kernel
+  // pass on in pieces of 4096 bytes or more, is refused at its first piece.
+  if (text.size() > kMaxConditionBytes)
+    return Error{Errc::too_big, "a condition is at most " + std::to_string(kMaxConditionBytes) + " bytes"};
   text = trim(text);
   if (text.empty()) return invalid("empty condition: write 'port N', 'log REGEX' or 'http N /PATH'");
+  if (auto why = why_not_text(text)) return invalid("the condition is not text: " + *why);
   if (text.front() == '{') {
     auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) return invalid("malformed JSON condition");

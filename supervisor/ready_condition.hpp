@@ -23,9 +23,12 @@ struct ReadyCondition {
   std::string describe() const;    ///< "port 3000", "log ^ready", "http 3000 /health"
 };
 
+inline constexpr std::size_t kMaxConditionBytes = 4095;  ///< newline included
+
 /// `port 3000`, `log REGEX`, `http 3000 /health`, or a JSON object with
-/// readyPort / readyLog / readyHttp. A bad port, a regex RE2 rejects, or an
-/// unknown word is invalid_argument with the reason.
+/// readyPort / readyLog / readyHttp. A bad port, a regex RE2 rejects, an
+/// unknown word, a NUL byte or bytes that are not UTF-8 are invalid_argument
+/// with the reason; more than kMaxConditionBytes (before trimming) is too_big.
 Result<ReadyCondition> parse_ready_condition(std::string_view text);
 /// From the JSON keys; nullopt when none is present.
 Result<std::optional<ReadyCondition>> ready_condition_from_json(const nlohmann::json& j);

@@ -1,6 +1,9 @@
 #include "supervisor/spec.hpp"
 
 #include <cmath>
+#include <cstdio>
+
+#include "supervisor/utf8.hpp"
 
 namespace sup {
 
@@ -37,6 +40,12 @@ Result<double> number(const json& v, const char* key) {
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
+std::string hex_byte(unsigned char c) {
+  char b[8];
+  std::snprintf(b, sizeof b, "0x%02x", c);
+  return b;
+}
+
 }  // namespace
 
 std::vector<std::string> StartSpec::effective_argv() const {
@@ -47,13 +56,12 @@ std::vector<std::string> StartSpec::effective_argv() const {
 
 Status validate_name(const std::string& name) {
   if (name.empty()) return invalid("name is empty");
-  if (name.size() > 64) return invalid("name is longer than 64 characters");
+  if (name.size() > 64) return Error{Errc::name_too_long, "name is longer than 64 characters"};
   if (name == "." || name == "..") return invalid("name may not be '.' or '..'");
   for (unsigned char c : name) {
     bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
               c == '.' || c == '_' || c == '-';
-    if (!ok) return invalid("name may hold only A-Z a-z 0-9 . _ - (got a byte 0x" +
-                            [c] { char b[3]; std::snprintf(b, sizeof b, "%02x", c); return std::string(b); }() + ")");
+    if (!ok) return invalid("name may hold only A-Z a-z 0-9 . _ - (got a byte " + hex_byte(c) + ")");
   }
   return Ok{};
 }
@@ -127,7 +135,8 @@ Result<StartSpec> parse_json_request(const json& j, const std::string& default_c
 
 Result<StartSpec> parse_text_request(std::string_view text, const std::string& default_cwd) {
   if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-  if (text.find('\0') != std::string_view::npos) return invalid("the command contains a NUL byte");
+  // Binary data is no command (and a JSON request is UTF-8 text too).
+  if (auto why = why_not_text(text)) return invalid("the command is not text: " + *why);
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return invalid("the command is empty");
   StartSpec s;
   s.shell = std::string(text);

@@ -125,6 +125,8 @@ struct ExitInfo {
   std::optional<int> exit_code;
   std::string signal, end_reason, finished_at;
   bool timed_out = false;
+  std::string end_note;          // why the end is unknown
+  std::uint64_t output_lost = 0;  // log bytes the monitor could not write
 };
 
 Result<ExitInfo> parse_exit(const std::string& text) {
@@ -137,6 +139,8 @@ Result<ExitInfo> parse_exit(const std::string& text) {
     e.end_reason = j.at("endReason").get<std::string>();
     e.finished_at = j.value("finishedAt", "");
     e.timed_out = j.value("timedOut", false);
+    e.end_note = j.value("endNote", "");
+    e.output_lost = j.value("outputLost", std::uint64_t{0});
     return e;
   } catch (const json::exception& ex) {
     return Error{Errc::io_error, std::string("exit.json is corrupt: ") + ex.what()};
@@ -198,6 +202,17 @@ struct Record {
   bool ready = false;
   std::string ready_at;
 };
+
+/// What in a process's environment marks it as one of `r`'s: SBX_BGID and
+/// the request's env overlay (the daemon's SBX_MOUNT names its mount).
+/// Empty without an overlay: SBX_BGID alone is not unique across daemons.
+std::vector<std::string> env_marks(const Record& r) {
+  if (!r.spec || r.spec->env.empty()) return {};
+  std::vector<std::string> marks = {"SBX_BGID=" + r.id};
+  for (const auto& [k, v] : r.spec->env)
+    if (!r.spec->secret_env.count(k)) marks.push_back(k + "=" + v);
+  return marks;
+}
 
 struct CpuSample {
   std::uint64_t ticks = 0;
@@ -266,7 +281,7 @@ struct Supervisor::Impl {
   void on_inotify();
   Status load();
   void load_record(const std::string& id);
-  void finish_unknown(const std::string& dir, const MonitorInfo* m);
+  void finish_unknown(const std::string& dir, const MonitorInfo* m, const std::vector<std::string>& env_marks);
   double cpu_percent(const std::string& id, pid_t monitor) const;
   void start_probe(const std::string& id);  // loop thread
   void mark_ready(const std::string& id);   // loop thread
@@ -355,6 +370,8 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
     s.end_reason = r.exit.end_reason;
     s.finished_at = r.exit.finished_at;
     s.timed_out = r.exit.timed_out;
+    s.end_note = r.exit.end_note;
+    s.output_lost = r.exit.output_lost;
   }
   if (r.ready_cond) {
     s.ready_condition = r.ready_cond->describe();
@@ -402,6 +419,8 @@ void Supervisor::Impl::watch_running(Record& r) {
   struct stat st{};
   if (::stat(log.c_str(), &st) == 0 && st.st_size > 0) emit(Event::Kind::output, id);
   int fd = open_pidfd(r.monitor.monitor_pid);
+  // Out of file descriptors is no end: the exit.json watch still tells it.
+  if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM) && r.dir_wd >= 0) return;
   if (fd < 0 || process_start_time(r.monitor.monitor_pid) != r.monitor.monitor_start) {
     if (fd >= 0) ::close(fd);
     loop->post([this, id] { on_monitor_exit(id); });  // gone already
@@ -411,22 +430,30 @@ void Supervisor::Impl::watch_running(Record& r) {
   loop->watch(fd, [this, id] { on_monitor_exit(id); });
 }
 
-void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo* m) {
-  // The monitor is gone without a word: don't leave its command behind unseen.
-  if (m && m->pid > 0 && process_start_time(m->pid) == m->pid_start) ::kill(-m->pid, SIGKILL);
-  json j = {{"exitCode", -1}, {"signal", nullptr}, {"endReason", "unknown"},
-            {"timedOut", false}, {"finishedAt", iso_now()}, {"oom", false}};
+void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo* m,
+                                      const std::vector<std::string>& env_marks) {
+  // The monitor is gone without a word: don't leave its command behind
+  // unseen. Its relay is gone too, so the command can only be ended.
+  std::size_t killed = 0;
+  if (m && m->pid > 0) killed = kill_orphaned_tree(m->pid, m->pid_start, env_marks);
+  const std::string note = "its monitor" + (m ? " (pid " + std::to_string(m->monitor_pid) + ")" : std::string()) +
+                           " ended without recording how the command ended; " + std::to_string(killed) +
+                           " process(es) left of the command were killed";
+  json j = {{"exitCode", -1}, {"signal", nullptr}, {"endReason", "unknown"}, {"timedOut", false},
+            {"finishedAt", iso_now()}, {"oom", false}, {"endNote", note}};
   (void)write_file_atomic(dir + "/exit.json", j.dump() + "\n");
 }
 
 void Supervisor::Impl::on_monitor_exit(const std::string& id) {
   std::string dir = dir_of(id);
   MonitorInfo m;
+  std::vector<std::string> marks;
   {
     std::lock_guard g(mu);
     auto it = records.find(id);
     if (it == records.end() || it->second.ended || it->second.slot) return;
     m = it->second.monitor;
+    marks = env_marks(it->second);
   }
   // A command that ended before its probe ran still gets its log checked.
   if (!probes.count(id)) start_probe(id);
@@ -437,7 +464,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
   }
   auto text = read_file(dir + "/exit.json");
   if (!text.ok() || !text.value()) {
-    finish_unknown(dir, &m);
+    finish_unknown(dir, &m, marks);
     text = read_file(dir + "/exit.json");
   }
   ExitInfo info;
@@ -560,7 +587,8 @@ void Supervisor::Impl::load_record(const std::string& id) {
       if (!alive) {
         // The monitor may have written exit.json just before it went.
         auto again = read_file(dir + "/exit.json");
-        if (!(again.ok() && again.value())) finish_unknown(dir, r.monitor.monitor_pid ? &r.monitor : nullptr);
+        if (!(again.ok() && again.value()))
+          finish_unknown(dir, r.monitor.monitor_pid ? &r.monitor : nullptr, env_marks(r));
         auto e2 = read_file(dir + "/exit.json");
         r.ended = true;
         if (e2.ok() && e2.value()) {

@@ -68,10 +68,12 @@ class Loop {
   std::string ctl_buf_;
   bool ctl_skip_ = false;  // dropping an overlong line up to its newline
   int log_state_ = 0, out_state_ = 0, err_state_ = 0;  // last write errno
+  unsigned long long log_lost_ = 0;  // bytes the log could not take (disk full)
 };
 
 void Loop::store(int fd, const char* name, int* state, const char* data, size_t len) {
   int e = write_all(fd, data, len);
+  if (e != 0 && fd == m_.logfd) log_lost_ += len;
   if (e != 0 && *state == 0) diag("writing %s failed (%s); output is dropped", name, ::strerror(e));
   if (e == 0 && *state != 0) diag("writing %s works again", name);
   *state = e;
@@ -269,9 +271,9 @@ int Loop::finish() {
   char json[512];
   snprintf(json, sizeof json,
            "{\"exitCode\": %d, \"signal\": %s, \"endReason\": \"%s\", \"timedOut\": %s, "
-           "\"finishedAt\": \"%s\", \"oom\": %s}\n",
+           "\"finishedAt\": \"%s\", \"oom\": %s, \"outputLost\": %llu}\n",
            exit_code, sig_json.c_str(), reason, timed_out_ ? "true" : "false", finished.c_str(),
-           oom ? "true" : "false");
+           oom ? "true" : "false", log_lost_);
   int rc = 0;
   if (int e = write_file_atomic(m_.dirfd, "exit.json", json)) {
     diag("cannot write exit.json: %s", ::strerror(e));

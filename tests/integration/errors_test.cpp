@@ -41,7 +41,7 @@ const std::vector<BadRequest>& bad_requests() {
       {"name ..", R"({"cmd": "true", "name": ".."})", EINVAL},
       {"name .", R"({"cmd": "true", "name": "."})", EINVAL},
       {"name empty", R"({"cmd": "true", "name": ""})", EINVAL},
-      {"name too long", R"({"cmd": "true", "name": ")" + std::string(65, 'n') + "\"}", EINVAL},
+      {"name too long", R"({"cmd": "true", "name": ")" + std::string(65, 'n') + "\"}", ENAMETOOLONG},
       {"timeoutSec 0", R"({"cmd": "true", "timeoutSec": 0})", EINVAL},
       {"timeoutSec negative", R"({"cmd": "true", "timeoutSec": -1})", EINVAL},
       {"timeoutSec not a number", R"({"cmd": "true", "timeoutSec": "5"})", EINVAL},

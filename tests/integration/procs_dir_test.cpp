@@ -118,7 +118,7 @@ TEST_F(ProcsDirTest, MkdirOfATakenNameIsEEXIST) {
 TEST_F(ProcsDirTest, MkdirOfABadNameIsEINVAL) {
   auto before = procs();
   EXPECT_EQ(mkdir_errno(p("procs/a b")), EINVAL);
-  EXPECT_EQ(mkdir_errno(p("procs/" + std::string(65, 'x'))), EINVAL);
+  EXPECT_EQ(mkdir_errno(p("procs/" + std::string(65, 'x'))), ENAMETOOLONG);
   EXPECT_EQ(mkdir_errno(p("procs/semi;colon")), EINVAL);
   EXPECT_EQ(procs(), before);
   auto errs = errors();

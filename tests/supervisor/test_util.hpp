@@ -50,7 +50,9 @@ inline const char* errc_name(Errc c) {
     case Errc::already_exists: return "already_exists";
     case Errc::busy: return "busy";
     case Errc::too_big: return "too_big";
+    case Errc::name_too_long: return "name_too_long";
     case Errc::try_again: return "try_again";
+    case Errc::too_many_files: return "too_many_files";
     case Errc::no_such_process: return "no_such_process";
     case Errc::io_error: return "io_error";
     case Errc::no_space: return "no_space";

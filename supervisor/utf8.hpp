@@ -1,0 +1,24 @@
+#pragma once
+// UTF-8 validity, for requests (which must be text) and for views that
+// escape what is not text.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sup {
+
+/// The length (1-4) of the valid UTF-8 character at in[i], or 0 when the
+/// byte there starts none: a stray continuation byte, a truncated sequence,
+/// an overlong form, a UTF-16 surrogate or a code point past U+10FFFF.
+std::size_t utf8_char_len(std::string_view in, std::size_t i);
+
+/// Whether more bytes appended to `in` cannot make it text: it holds a NUL
+/// or a byte that is not UTF-8 (short of a character cut at its end).
+bool never_text(std::string_view in);
+
+/// Why `in` is not text: "a NUL byte at offset N" or "byte 0xff at offset
+/// N is not UTF-8"; nullopt when it is valid UTF-8 without a NUL.
+std::optional<std::string> why_not_text(std::string_view in);
+
+}  // namespace sup
