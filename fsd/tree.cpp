@@ -145,10 +145,10 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
     case Kind::logs:
       out.push_back({".", dir.ino, dmode});
       out.push_back({"..", fixed_ino(Kind::root), dmode});
-      for (const sup::CommandStatus& st : fs.sup().list()) {
-        if (!fs.visible(st, who) || st.state == "empty") continue;
-        const Node n = fs.node_of(st, Kind::logs_entry);
-        out.push_back({st.bg_id + std::string(kLogSuffix), n.ino, mode_of(Kind::logs_entry)});
+      for (const sup::RecordEntry& e : fs.sup().entries()) {
+        if (!fs.visible(e.owner_uid, who) || e.empty) continue;
+        out.push_back({e.bg_id + std::string(kLogSuffix), record_ino(e.serial, Kind::logs_entry),
+                       mode_of(Kind::logs_entry)});
       }
       return out;
     default:

@@ -12,12 +12,14 @@
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
-#include <map>
+#include <atomic>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
 
 #include "supervisor/clock.hpp"
+#include "supervisor/cpu_sampler.hpp"
 #include "supervisor/event_loop.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_launcher.hpp"
@@ -199,12 +201,6 @@ struct Record {
   std::string ready_at;
 };
 
-struct CpuSample {
-  std::uint64_t ticks = 0;
-  std::chrono::steady_clock::time_point at;
-  double percent = 0;
-};
-
 struct Supervisor::Impl {
   SupervisorOptions opts;
   std::string procs_dir;
@@ -222,8 +218,16 @@ struct Supervisor::Impl {
   std::map<int, std::string> wd_ids;                // inotify wd of a log -> id; guarded by mu
   std::map<int, std::string> dir_wd_ids;            // inotify wd of a folder -> id; guarded by mu
 
-  mutable std::mutex cpu_mu;
-  mutable std::map<std::string, CpuSample> cpu;     // guarded by cpu_mu
+  EndedRecords ended_index;                         // ended records by end time; guarded by mu
+  std::size_t running = 0;                          // records running; guarded by mu
+  std::size_t starting = 0;                         // starts between claim and commit; guarded by mu
+  std::uint64_t counter_on_disk = 0;                // the `counter` file's value; guarded by mu
+  std::uint64_t retention_timer = 0;                // the age limit's one-shot timer; guarded by mu
+  std::optional<EndedRecords::Millis> retention_due;  // when it fires; guarded by mu
+  std::uint64_t retention_gen = 0;                  // which arming is current; guarded by mu
+  std::atomic<std::uint64_t> del_seq{0};            // makes .del-* names unique
+
+  mutable CpuSampler cpu;
 
   std::mutex listeners_mu;
   std::vector<std::pair<std::uint64_t, Listener>> listeners;  // guarded by listeners_mu
@@ -267,7 +271,13 @@ struct Supervisor::Impl {
   Status load();
   void load_record(const std::string& id);
   void finish_unknown(const std::string& dir, const MonitorInfo* m);
-  double cpu_percent(const std::string& id, pid_t monitor) const;
+  void note_ended(const Record& r);                       // needs mu
+  void save_counter_for(const std::string& removed_id);    // needs mu
+  /// Unpublishes record `it` (renamed to a .del-* folder, which is returned
+  /// for remove_tree outside the lock); empty on failure, with `err` set.
+  std::string detach(std::map<std::string, Record>::iterator it, Status* err);  // needs mu
+  void prune();                                            // no lock held
+  void arm_retention_timer();                              // needs mu
   void start_probe(const std::string& id);  // loop thread
   void mark_ready(const std::string& id);   // loop thread
   void save_ready(const Record& r) const;   // needs mu
@@ -364,22 +374,82 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   return s;
 }
 
-double Supervisor::Impl::cpu_percent(const std::string& id, pid_t monitor) const {
-  static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  auto now = std::chrono::steady_clock::now();
-  std::lock_guard g(cpu_mu);
-  auto [it, fresh] = cpu.try_emplace(id);
-  CpuSample& c = it->second;
-  // "Recent": over the last second or more; reads in between reuse the figure.
-  if (!fresh && now - c.at < std::chrono::seconds(1)) return c.percent;
-  std::uint64_t ticks = tree_cpu_ticks(monitor);
-  if (!fresh) {
-    double secs = std::chrono::duration<double>(now - c.at).count();
-    c.percent = secs > 0 ? (static_cast<double>(ticks - std::min(ticks, c.ticks)) / hz) / secs * 100.0 : 0;
+void Supervisor::Impl::note_ended(const Record& r) {
+  // A record whose end time is unknown counts as the oldest.
+  ended_index.add(r.id, parse_iso_millis(r.exit.finished_at).value_or(0));
+}
+
+void Supervisor::Impl::save_counter_for(const std::string& removed_id) {
+  // Ids are never reused: the next one is past the highest folder on load,
+  // so only removing a record can lower that; the counter on disk must stay
+  // past every removed automatic id (written rarely: the oldest go first).
+  auto n = parse_auto_id(removed_id);
+  if (!n || counter_on_disk > *n) return;
+  if (write_file_atomic(opts.state_dir + "/counter", std::to_string(counter) + "\n")) counter_on_disk = counter;
+}
+
+std::string Supervisor::Impl::detach(std::map<std::string, Record>::iterator it, Status* err) {
+  const std::string id = it->first;
+  if (it->second.spec && !it->second.spec->script_file.empty()) ::unlink(it->second.spec->script_file.c_str());
+  save_counter_for(id);
+  // Rename first, so a crash mid-delete leaves no half record; a unique
+  // name, so no later record of the same name collides with the delete.
+  std::string del = procs_dir + "/.del-" + id + "." + std::to_string(del_seq++);
+  if (::rename(dir_of(id).c_str(), del.c_str()) != 0) {
+    *err = error_from_errno(errno, "rename " + dir_of(id));
+    return {};
   }
-  c.ticks = ticks;
-  c.at = now;
-  return std::round(c.percent * 10) / 10;
+  ended_index.erase(id);
+  records.erase(it);
+  cpu.forget(id);
+  return del;
+}
+
+void Supervisor::Impl::prune() {
+  std::vector<std::string> removed, dirs;
+  {
+    std::lock_guard g(mu);
+    for (const std::string& id : ended_index.due(wall_millis_now(), opts.retention)) {
+      auto it = records.find(id);
+      if (it == records.end() || reserved.count(id)) continue;  // a named start is replacing it
+      Status err = Ok{};
+      std::string del = detach(it, &err);
+      if (del.empty()) {
+        ended_index.erase(id);  // cannot rename it: keep it, stop trying
+        continue;
+      }
+      removed.push_back(id);
+      dirs.push_back(std::move(del));
+    }
+    arm_retention_timer();
+  }
+  for (const std::string& d : dirs) remove_tree(d);
+  if (removed.empty()) return;
+  changed.notify_all();
+  for (const std::string& id : removed) emit(Event::Kind::removed, id);
+}
+
+void Supervisor::Impl::arm_retention_timer() {
+  // One one-shot timer at the next record's expiry, never a periodic one:
+  // an idle supervisor does not wake up.
+  const std::optional<EndedRecords::Millis> due = ended_index.next_expiry(opts.retention);
+  if (due == retention_due) return;
+  if (retention_timer) loop->cancel_timer(retention_timer);
+  retention_timer = 0;
+  retention_due = due;
+  if (!due) return;
+  const auto delay = std::chrono::milliseconds(std::max<EndedRecords::Millis>(0, *due - wall_millis_now()) + 1);
+  const std::uint64_t gen = ++retention_gen;
+  retention_timer = loop->add_timer(Clock::now() + delay, [this, gen] {
+    {
+      std::lock_guard g(mu);
+      if (gen == retention_gen) {  // else re-armed meanwhile: that timer is the one
+        retention_timer = 0;
+        retention_due.reset();
+      }
+    }
+    prune();
+  });
 }
 
 void Supervisor::Impl::watch_running(Record& r) {
@@ -471,11 +541,15 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
     r.ended = true;
     r.exit = info;
     if (err) r.error = err;
+    --running;
+    note_ended(r);
   }
+  cpu.forget(id);
   changed.notify_all();
   // The last output may have been written just before the exit.
   dispatch(Event{Event::Kind::output, id});
   dispatch(Event{Event::Kind::ended, id});
+  prune();  // after the news: a reader told of the end may still find the record
 }
 
 void Supervisor::Impl::on_inotify() {
@@ -584,7 +658,9 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);
   serial_for(id);
   auto [it, _] = records.insert_or_assign(id, std::move(r));
+  if (it->second.ended) note_ended(it->second);
   if (!it->second.ended && !it->second.slot) {
+    ++running;
     watch_running(it->second);
     if (it->second.ready_cond && !it->second.ready) loop->post([this, id] { start_probe(id); });
   }
@@ -606,8 +682,10 @@ Status Supervisor::Impl::load() {
   [[maybe_unused]] auto t = ::ftruncate(lock_fd.get(), 0);
   [[maybe_unused]] auto w = ::pwrite(lock_fd.get(), me.data(), me.size(), 0);
 
-  if (auto c = read_file(opts.state_dir + "/counter"); c.ok() && c.value())
-    counter = std::max<std::uint64_t>(1, std::strtoull(c.value()->c_str(), nullptr, 10));
+  if (auto c = read_file(opts.state_dir + "/counter"); c.ok() && c.value()) {
+    counter_on_disk = std::strtoull(c.value()->c_str(), nullptr, 10);
+    counter = std::max<std::uint64_t>(1, counter_on_disk);
+  }
 
   std::vector<std::string> ids;
   std::error_code ec;
@@ -677,6 +755,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   Impl* p = impl.get();
   impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
   if (auto st = impl->load(); !st) return st.error();
+  impl->prune();  // the limits may be lower than last time, or records aged meanwhile
   return std::unique_ptr<Supervisor>(new Supervisor(std::move(impl)));
 }
 
@@ -709,12 +788,16 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   for (auto& [k, v] : spec.secret_env) env[k] = v;
   if (auto v = check_executable(argv[0], spec.cwd, env.count("PATH") ? env["PATH"] : ""); !v) return v.error();
 
-  // Claim the id.
+  // Claim the id (and a place under max_running).
   std::string id;
   bool replacing = false;
   std::string old_script;
   {
     std::lock_guard g(I.mu);
+    if (I.opts.max_running > 0 && I.running + I.starting >= I.opts.max_running)
+      return Error{Errc::try_again, std::to_string(I.running + I.starting) +
+                                        " commands are running, the most allowed at once (max_running=" +
+                                        std::to_string(I.opts.max_running) + "): stop one or wait for one to end"};
     if (!spec.name.empty()) {
       id = spec.name;
       if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
@@ -732,10 +815,12 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
       spec.name.clear();
     }
     I.reserved.insert(id);
+    ++I.starting;
   }
   auto unreserve = [&] {
     std::lock_guard g(I.mu);
     I.reserved.erase(id);
+    --I.starting;
   };
 
   const std::string final_dir = I.dir_of(id);
@@ -793,8 +878,7 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   // Committed: from here on the command exists, whatever happens to us.
   if (!old_script.empty()) ::unlink(old_script.c_str());
   if (replacing) {
-    std::string del = I.procs_dir + "/.del-" + id;
-    remove_tree(del);
+    std::string del = I.procs_dir + "/.del-" + id + "." + std::to_string(I.del_seq++);
     if (::rename(final_dir.c_str(), del.c_str()) == 0) remove_tree(del);
   }
   if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) {
@@ -817,6 +901,9 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   {
     std::lock_guard g(I.mu);
     I.reserved.erase(id);
+    --I.starting;
+    ++I.running;
+    I.ended_index.erase(id);  // a named command that ended is replaced
     I.serial_for(id);
     Record r;
     r.id = id;
@@ -832,10 +919,7 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
     I.watch_running(it->second);
     out = I.snapshot(it->second);
   }
-  {
-    std::lock_guard g(I.cpu_mu);
-    I.cpu.erase(id);
-  }
+  I.cpu.forget(id);
   return out;
 }
 
@@ -928,29 +1012,25 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
 
 Status Supervisor::remove(const std::string& id) {
   Impl& I = *impl_;
+  std::string del;
   {
     std::lock_guard g(I.mu);
     auto it = I.records.find(id);
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
     if (!it->second.ended && !it->second.slot) return Error{Errc::busy, "'" + id + "' is running; stop it first"};
     if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
-    if (it->second.spec && !it->second.spec->script_file.empty()) ::unlink(it->second.spec->script_file.c_str());
-    // Ids are never reused: the next one is past the highest folder on load,
-    // so only removing a record can lower that; remember the counter first.
-    (void)write_file_atomic(I.opts.state_dir + "/counter", std::to_string(I.counter) + "\n");
-    // Rename first, so a crash mid-delete leaves no half record.
-    std::string del = I.procs_dir + "/.del-" + id;
-    remove_tree(del);
-    if (::rename(I.dir_of(id).c_str(), del.c_str()) != 0) return error_from_errno(errno, "rename " + I.dir_of(id));
-    I.records.erase(it);
-    remove_tree(del);
+    Status err = Ok{};
+    del = I.detach(it, &err);
+    if (del.empty()) return err;
+    I.arm_retention_timer();
   }
+  remove_tree(del);
   I.changed.notify_all();
   I.emit(Event::Kind::removed, id);
   return Ok{};
 }
 
-std::optional<CommandStatus> Supervisor::status(const std::string& id) const {
+std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure cpu) const {
   CommandStatus s;
   pid_t monitor = 0;
   {
@@ -960,9 +1040,24 @@ std::optional<CommandStatus> Supervisor::status(const std::string& id) const {
     s = impl_->snapshot(it->second);
     monitor = it->second.monitor.monitor_pid;
   }
-  if (s.running) s.cpu = impl_->cpu_percent(id, monitor);
+  if (s.running && cpu == CpuFigure::sample) s.cpu = impl_->cpu.percent({id, monitor});
   return s;
 }
+
+namespace {
+// The last figures of the running ones among `out` (never walks /proc here).
+void add_cpu(CpuSampler& sampler, std::vector<CommandStatus>& out, const std::vector<pid_t>& monitors) {
+  std::vector<CpuSampler::Tree> trees;
+  std::vector<std::size_t> at;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].running) continue;
+    trees.push_back({out[i].bg_id, monitors[i]});
+    at.push_back(i);
+  }
+  const std::vector<double> figures = sampler.percents(trees);
+  for (std::size_t k = 0; k < at.size(); ++k) out[at[k]].cpu = figures[k];
+}
+}  // namespace
 
 std::vector<CommandStatus> Supervisor::list() const {
   std::vector<CommandStatus> out;
@@ -975,8 +1070,18 @@ std::vector<CommandStatus> Supervisor::list() const {
       monitors.push_back(r.monitor.monitor_pid);
     }
   }
-  for (size_t i = 0; i < out.size(); ++i)
-    if (out[i].running) out[i].cpu = impl_->cpu_percent(out[i].bg_id, monitors[i]);
+  add_cpu(impl_->cpu, out, monitors);
+  return out;
+}
+
+std::vector<RecordEntry> Supervisor::entries() const {
+  std::vector<RecordEntry> out;
+  std::lock_guard g(impl_->mu);
+  out.reserve(impl_->records.size());
+  for (auto& [id, r] : impl_->records) {
+    auto s = impl_->serials.find(id);
+    out.push_back(RecordEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid, r.slot && !r.error});
+  }
   return out;
 }
 
@@ -986,6 +1091,8 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended) const {
   std::size_t rest = 0;
   {
     std::lock_guard g(impl_->mu);
+    out.reserve(impl_->running);
+    monitors.reserve(impl_->running);
     for (auto& [id, r] : impl_->records) {
       if (r.slot) continue;
       if (r.ended || r.error) {
@@ -996,7 +1103,7 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended) const {
       monitors.push_back(r.monitor.monitor_pid);
     }
   }
-  for (size_t i = 0; i < out.size(); ++i) out[i].cpu = impl_->cpu_percent(out[i].bg_id, monitors[i]);
+  add_cpu(impl_->cpu, out, monitors);
   if (ended) *ended = rest;
   return out;
 }
