@@ -375,8 +375,16 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
 }
 
 void Supervisor::Impl::note_ended(const Record& r) {
-  // A record whose end time is unknown counts as the oldest.
-  ended_index.add(r.id, parse_iso_millis(r.exit.finished_at).value_or(0));
+  std::optional<EndedRecords::Millis> at = parse_iso_millis(r.exit.finished_at);
+  if (!at) {
+    // A torn or missing exit record: its folder's last change is the best
+    // guess (never "long ago", which the age limit would remove at once).
+    struct stat st{};
+    at = ::stat(dir_of(r.id).c_str(), &st) == 0
+             ? static_cast<EndedRecords::Millis>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000
+             : wall_millis_now();
+  }
+  ended_index.add(r.id, *at);
 }
 
 void Supervisor::Impl::save_counter_for(const std::string& removed_id) {

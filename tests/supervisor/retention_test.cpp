@@ -141,6 +141,17 @@ TEST_F(LimitsTest, KeepEndedIsAppliedWhenTheStateIsLoaded) {
   wait_ended(next->bg_id);
 }
 
+TEST_F(LimitsTest, AnUnknownEndTimeIsNotTakenForLongAgo) {
+  open_with(keep(0));
+  const std::string a = run_to_end();
+  sup_.reset();
+  write_file(record_dir(a) + "/exit.json", "{ torn");
+  open_with(keep(0, std::chrono::seconds(3600)));
+  auto st = sup_->status(a);
+  ASSERT_TRUE(st.has_value()) << "removed by the age limit at load";
+  EXPECT_EQ(st->state, "error");
+}
+
 TEST_F(LimitsTest, KeepEndedSecRemovesOnceOld) {
   open_with(keep(0, std::chrono::seconds(1)));
   auto running = sup_->start(argv({"sleep", "30"}));
