@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 
+#include "supervisor/auto_id.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/cpu_sampler.hpp"
 #include "supervisor/event_loop.hpp"
@@ -25,6 +26,7 @@
 #include "supervisor/monitor_launcher.hpp"
 #include "supervisor/proc_tree.hpp"
 #include "supervisor/readiness_probe.hpp"
+#include "supervisor/record_files.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/unique_fd.hpp"
 
@@ -38,39 +40,6 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxInlineScript = 100 * 1024;
-
-// Auto ids: "0001".."9999", then "a0000".."z9999", ...: short, and `ls`
-// lists them in start order.
-std::string format_auto_id(std::uint64_t n) {
-  char buf[32];
-  if (n < 10000) {
-    std::snprintf(buf, sizeof buf, "%04llu", static_cast<unsigned long long>(n));
-    return buf;
-  }
-  std::uint64_t block = n / 10000;  // 1 -> 'a'
-  std::string prefix;
-  while (block > 26) { prefix += 'z'; block -= 26; }
-  prefix += static_cast<char>('a' + block - 1);
-  std::snprintf(buf, sizeof buf, "%04llu", static_cast<unsigned long long>(n % 10000));
-  return prefix + buf;
-}
-
-std::optional<std::uint64_t> parse_auto_id(const std::string& id) {
-  size_t i = 0;
-  std::uint64_t block = 0;
-  while (i < id.size() && id[i] >= 'a' && id[i] <= 'z') {
-    if (id[i] != 'z' && i + 1 < id.size() && id[i + 1] >= 'a') return std::nullopt;
-    block += static_cast<std::uint64_t>(id[i] - 'a' + 1);
-    ++i;
-  }
-  if (id.size() - i != 4) return std::nullopt;
-  std::uint64_t n = 0;
-  for (; i < id.size(); ++i) {
-    if (id[i] < '0' || id[i] > '9') return std::nullopt;
-    n = n * 10 + static_cast<std::uint64_t>(id[i] - '0');
-  }
-  return block * 10000 + n;
-}
 
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") == std::string::npos)
@@ -121,50 +90,6 @@ Status check_executable(const std::string& argv0, const std::string& cwd, const 
   }
   if (worst == ENOENT) return Error{Errc::not_found, "cannot execute '" + argv0 + "': not found in PATH"};
   return error_from_errno(worst, "cannot execute '" + argv0 + "'");
-}
-
-struct ExitInfo {
-  std::optional<int> exit_code;
-  std::string signal, end_reason, finished_at;
-  bool timed_out = false;
-};
-
-Result<ExitInfo> parse_exit(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error{Errc::io_error, "exit.json is corrupt"};
-  try {
-    ExitInfo e;
-    if (j.contains("exitCode") && !j["exitCode"].is_null()) e.exit_code = j["exitCode"].get<int>();
-    if (j.contains("signal") && j["signal"].is_string()) e.signal = j["signal"].get<std::string>();
-    e.end_reason = j.at("endReason").get<std::string>();
-    e.finished_at = j.value("finishedAt", "");
-    e.timed_out = j.value("timedOut", false);
-    return e;
-  } catch (const json::exception& ex) {
-    return Error{Errc::io_error, std::string("exit.json is corrupt: ") + ex.what()};
-  }
-}
-
-struct MonitorInfo {
-  pid_t monitor_pid = 0, pid = 0;
-  std::uint64_t monitor_start = 0, pid_start = 0;
-  std::string started_at;
-};
-
-Result<MonitorInfo> parse_monitor(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error{Errc::io_error, "monitor.json is corrupt"};
-  try {
-    MonitorInfo m;
-    m.monitor_pid = j.at("monitorPid").get<pid_t>();
-    m.monitor_start = j.at("monitorStart").get<std::uint64_t>();
-    m.pid = j.at("pid").get<pid_t>();
-    m.pid_start = j.at("pidStart").get<std::uint64_t>();
-    m.started_at = j.value("startedAt", "");
-    return m;
-  } catch (const json::exception& ex) {
-    return Error{Errc::io_error, std::string("monitor.json is corrupt: ") + ex.what()};
-  }
 }
 
 }  // namespace
