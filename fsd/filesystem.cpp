@@ -62,10 +62,6 @@ Node Filesystem::node_of(const sup::CommandStatus& st, Kind kind) {
   return Node{kind, record_ino(st.serial, kind), st};
 }
 
-bool Filesystem::visible(uid_t owner_uid, const Requester& who) const {
-  return !cfg_.allow_other || who.uid == 0 || who.uid == owner_uid;
-}
-
 std::optional<sup::CommandStatus> Filesystem::find(const std::string& id, const Requester& who) const {
   std::optional<sup::CommandStatus> st = sup_.status(id, sup::CpuFigure::skip);
   if (!st || !visible(*st, who)) return std::nullopt;

@@ -85,7 +85,9 @@ class Filesystem {
   std::optional<sup::CommandStatus> find(const std::string& id, const Requester& who) const;
   /// With allow_other a user sees only their own commands (root: all).
   bool visible(const sup::CommandStatus& st, const Requester& who) const { return visible(st.owner_uid, who); }
-  bool visible(uid_t owner_uid, const Requester& who) const;
+  bool visible(uid_t owner_uid, const Requester& who) const { return sees_all(who) || who.uid == owner_uid; }
+  /// `who` sees every record: no allow_other, or root.
+  bool sees_all(const Requester& who) const { return !cfg_.allow_other || who.uid == 0; }
 
   /// `mine` of status.json: see sbxfs.5.
   bool mine(const sup::CommandStatus& st, const Requester& reader) const;

@@ -38,21 +38,11 @@ nlohmann::json proc_summary(Filesystem& fs, const sup::CommandStatus& st, const 
 
 std::string supervisor_status(Filesystem& fs, const Requester& reader) {
   const sup::SupervisorInfo info = fs.sup().info();
-  std::vector<sup::CommandStatus> running;
+  // Ended records are counted, not copied (thousands of them made this
+  // read slow; bench/RESULTS.md). With allow_other a user sees their own.
   std::size_t finished = 0;
-  if (!fs.config().allow_other) {
-    // Everyone sees everything: ended records are counted, not copied
-    // (thousands of them made this read slow; bench/RESULTS.md).
-    running = fs.sup().list_running(&finished);
-  } else {
-    for (sup::CommandStatus& st : fs.sup().list()) {
-      if (!fs.visible(st, reader)) continue;
-      if (st.running)
-        running.push_back(std::move(st));
-      else if (st.state != "empty")
-        ++finished;
-    }
-  }
+  std::vector<sup::CommandStatus> running =
+      fs.sees_all(reader) ? fs.sup().list_running(&finished) : fs.sup().list_running(&finished, reader.uid);
   // Oldest first: named commands do not sort by bgId. Pointers are sorted,
   // not the records (moving a thousand of them showed in the profile).
   std::vector<const sup::CommandStatus*> order;

@@ -1018,7 +1018,7 @@ std::vector<RecordEntry> Supervisor::entries() const {
   return out;
 }
 
-std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended) const {
+std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::optional<uid_t> owner) const {
   std::vector<CommandStatus> out;
   std::vector<pid_t> monitors;
   std::size_t rest = 0;
@@ -1027,7 +1027,7 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended) const {
     out.reserve(impl_->running);
     monitors.reserve(impl_->running);
     for (auto& [id, r] : impl_->records) {
-      if (r.slot) continue;
+      if (r.slot || (owner && r.owner_uid != *owner)) continue;
       if (r.ended || r.error) {
         ++rest;
         continue;

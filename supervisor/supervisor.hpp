@@ -101,7 +101,9 @@ class Supervisor {
   /// The running records only, in bgId order, and how many have ended
   /// (state exited or error; empty slots are not counted). Cheap with many
   /// ended records: those are counted, not copied; `cpu` as for list().
-  std::vector<CommandStatus> list_running(std::size_t* ended = nullptr) const;
+  /// With `owner`, only the records that user started.
+  std::vector<CommandStatus> list_running(std::size_t* ended = nullptr,
+                                          std::optional<uid_t> owner = std::nullopt) const;
   SupervisorInfo info() const;
 
   /// Blocks the calling thread until `id` has ended or `timeout` passed.
