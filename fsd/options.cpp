@@ -24,7 +24,7 @@ struct RawOptions {
   unsigned long output_max = 1ul << 20;
   unsigned long keep_ended = 10000;
   unsigned long keep_ended_sec = 604800;  // a week
-  unsigned long max_running = 1000;
+  unsigned long max_running = 2000;
   int allow_other = 0;
   int extra_args = 0;  // a second non-option argument
 };
@@ -145,7 +145,7 @@ std::string usage(const char* prog) {
          "                           0: no count limit)\n"
          "    -o keep_ended_sec=SEC  remove ended commands this long after they ended\n"
          "                           (default 604800, a week; 0: no age limit)\n"
-         "    -o max_running=N       commands running at once; more: EAGAIN (default 1000; 0: no limit)\n"
+         "    -o max_running=N       commands running at once; more: EAGAIN (default 2000; 0: no limit)\n"
          "    -o allow_other         let every user in; each sees and runs only their own\n"
          "\n"
          "unmount: fusermount3 -u MOUNTPOINT (running commands keep running)\n"

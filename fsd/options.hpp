@@ -25,7 +25,7 @@ struct Options {
   std::size_t output_max = std::size_t{1} << 20;
   std::size_t keep_ended = 10000;         ///< ended records kept; 0: no count limit
   unsigned long keep_ended_sec = 604800;  ///< ended records kept this long; 0: no age limit
-  std::size_t max_running = 1000;         ///< commands running at once; 0: no limit
+  std::size_t max_running = 2000;         ///< commands running at once; 0: no limit
   bool allow_other = false;
   bool foreground = false;
   bool debug = false;

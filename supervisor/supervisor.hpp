@@ -29,7 +29,7 @@ struct SupervisorOptions {
   /// Ended records kept (with their logs); past it the oldest are removed.
   RetentionPolicy retention;
   /// Commands running at once; a start past it is try_again. 0: no limit.
-  std::size_t max_running = 1000;
+  std::size_t max_running = 2000;
 };
 
 /// sbxfs-monitor next to the running executable, else the build-time path.

@@ -9,12 +9,12 @@
 namespace sbxit {
 namespace {
 
-class LimitsTest : public SbxfsTest {
+class MountLimitsTest : public SbxfsTest {
  protected:
-  LimitsTest() { daemon_options_ = {"-o", "keep_ended=2,max_running=1"}; }
+  MountLimitsTest() { daemon_options_ = {"-o", "keep_ended=2,max_running=1"}; }
 };
 
-TEST_F(LimitsTest, MaxRunningIsEagainWithAReasonAndNothingMade) {
+TEST_F(MountLimitsTest, MaxRunningIsEagainWithAReasonAndNothingMade) {
   const std::string id = start("sleep 30");
   ASSERT_FALSE(id.empty());
   const auto before = procs();
@@ -33,7 +33,7 @@ TEST_F(LimitsTest, MaxRunningIsEagainWithAReasonAndNothingMade) {
   EXPECT_FALSE(next.empty());
 }
 
-TEST_F(LimitsTest, KeepEndedKeepsTheNewestAndTheirLogs) {
+TEST_F(MountLimitsTest, KeepEndedKeepsTheNewestAndTheirLogs) {
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {
     ids.push_back(start("echo run " + std::to_string(i)));
