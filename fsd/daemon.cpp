@@ -198,6 +198,9 @@ int run(Options& opts) {
   sup::SupervisorOptions sopts;
   sopts.state_dir = state_dir;
   sopts.secrets = std::move(secrets);
+  sopts.retention.keep = opts.keep_ended;
+  sopts.retention.max_age = std::chrono::seconds(opts.keep_ended_sec);
+  sopts.max_running = opts.max_running;
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());

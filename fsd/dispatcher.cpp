@@ -40,7 +40,8 @@ void reply_entry(fuse_req_t req, Filesystem& fs, const Node& node) {
   fuse_entry_param e{};
   e.ino = node.ino;
   e.attr = attr_of(fs, node, nullptr);
-  e.attr_timeout = e.entry_timeout = timeout_of(node.kind);
+  e.entry_timeout = timeout_of(node.kind);
+  e.attr_timeout = attr_timeout_of(node.kind);
   fuse_reply_entry(req, &e);
 }
 
@@ -96,7 +97,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
     if (!node) return reply_error(req, node.error());
     const struct stat st = attr_of(fs, *node, handle_of(fi));
-    fuse_reply_attr(req, &st, timeout_of(node->kind));
+    fuse_reply_attr(req, &st, attr_timeout_of(node->kind));
   });
 }
 
@@ -111,7 +112,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat*, int to_set, fuse_f
     if ((to_set & FUSE_SET_ATTR_SIZE) && !(mode_of(node->kind) & 0222))
       return (void)fuse_reply_err(req, EACCES);
     const struct stat st = attr_of(fs, *node, handle_of(fi));
-    fuse_reply_attr(req, &st, timeout_of(node->kind));
+    fuse_reply_attr(req, &st, attr_timeout_of(node->kind));
   });
 }
 

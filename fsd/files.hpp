@@ -85,8 +85,10 @@ sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view na
 mode_t mode_of(Kind kind);
 /// The attributes of `node`; `open` (may be null) is the handle of an fgetattr.
 struct stat attr_of(Filesystem& fs, const Node& node, Handle* open);
-/// Seconds the kernel may cache the name and attributes of `kind`.
+/// Seconds the kernel may cache the name of `kind` (that it exists).
 double timeout_of(Kind kind);
+/// Seconds the kernel may cache the attributes of `kind`.
+double attr_timeout_of(Kind kind);
 /// The entries of a directory, "." and ".." first; ENOTDIR for a file.
 sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, const Requester& who);
 

@@ -62,12 +62,8 @@ Node Filesystem::node_of(const sup::CommandStatus& st, Kind kind) {
   return Node{kind, record_ino(st.serial, kind), st};
 }
 
-bool Filesystem::visible(const sup::CommandStatus& st, const Requester& who) const {
-  return !cfg_.allow_other || who.uid == 0 || who.uid == st.owner_uid;
-}
-
 std::optional<sup::CommandStatus> Filesystem::find(const std::string& id, const Requester& who) const {
-  std::optional<sup::CommandStatus> st = sup_.status(id);
+  std::optional<sup::CommandStatus> st = sup_.status(id, sup::CpuFigure::skip);
   if (!st || !visible(*st, who)) return std::nullopt;
   return st;
 }
@@ -85,9 +81,11 @@ sup::Result<Node> Filesystem::resolve(fuse_ino_t ino, const Requester& who) {
   if (!id) {
     // A serial we never handed out in this process (e.g. an inode a client
     // kept across a restart): learn the current ones once.
-    for (const sup::CommandStatus& st : sup_.list()) {
-      remember(st);
-      if (st.serial == ref->serial) id = st.bg_id;
+    const std::vector<sup::RecordEntry> all = sup_.entries();
+    std::lock_guard g(mu_);
+    for (const sup::RecordEntry& e : all) {
+      id_of_serial_.try_emplace(e.serial, e.bg_id);
+      if (e.serial == ref->serial) id = e.bg_id;
     }
   }
   if (!id) return sup::Error{sup::Errc::not_found, "no such command"};

@@ -80,10 +80,14 @@ class Filesystem {
   sup::Result<Node> resolve(fuse_ino_t ino, const Requester& who);
   /// A node for record `st` (remembers its serial for resolve()).
   Node node_of(const sup::CommandStatus& st, Kind kind);
-  /// The record `id` when it exists and `who` may see it.
+  /// The record `id` when it exists and `who` may see it; `cpu` is 0 (not
+  /// sampled: lookups and attributes need none).
   std::optional<sup::CommandStatus> find(const std::string& id, const Requester& who) const;
   /// With allow_other a user sees only their own commands (root: all).
-  bool visible(const sup::CommandStatus& st, const Requester& who) const;
+  bool visible(const sup::CommandStatus& st, const Requester& who) const { return visible(st.owner_uid, who); }
+  bool visible(uid_t owner_uid, const Requester& who) const { return sees_all(who) || who.uid == owner_uid; }
+  /// `who` sees every record: no allow_other, or root.
+  bool sees_all(const Requester& who) const { return !cfg_.allow_other || who.uid == 0; }
 
   /// `mine` of status.json: see sbxfs.5.
   bool mine(const sup::CommandStatus& st, const Requester& reader) const;

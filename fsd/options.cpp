@@ -22,6 +22,9 @@ struct RawOptions {
   unsigned wait_timeout = 600;
   unsigned long max_request = 4ul << 20;
   unsigned long output_max = 1ul << 20;
+  unsigned long keep_ended = 10000;
+  unsigned long keep_ended_sec = 604800;  // a week
+  unsigned long max_running = 2000;
   int allow_other = 0;
   int extra_args = 0;  // a second non-option argument
 };
@@ -37,6 +40,9 @@ const fuse_opt kSpec[] = {
     SBX_OPT("wait_timeout=%u", wait_timeout),
     SBX_OPT("max_request=%lu", max_request),
     SBX_OPT("output_max=%lu", output_max),
+    SBX_OPT("keep_ended=%lu", keep_ended),
+    SBX_OPT("keep_ended_sec=%lu", keep_ended_sec),
+    SBX_OPT("max_running=%lu", max_running),
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -98,6 +104,9 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.wait_timeout_sec = raw.wait_timeout;
   o.max_request = raw.max_request;
   o.output_max = raw.output_max;
+  o.keep_ended = raw.keep_ended;
+  o.keep_ended_sec = raw.keep_ended_sec;
+  o.max_running = raw.max_running;
   o.allow_other = raw.allow_other;
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
@@ -114,6 +123,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   if (o.wait_timeout_sec == 0) return fail("wait_timeout must be > 0");
   if (o.max_request == 0) return fail("max_request must be > 0");
   if (o.output_max == 0) return fail("output_max must be > 0");
+  if (o.keep_ended_sec > 100ul * 366 * 24 * 3600) return fail("keep_ended_sec must be at most 100 years");
   return o;
 }
 
@@ -131,6 +141,11 @@ std::string usage(const char* prog) {
          "    -o wait_timeout=SEC    cap of a blocking read of procs/ID/wait (default 600)\n"
          "    -o max_request=BYTES   largest request written to cmd (default 4194304)\n"
          "    -o output_max=BYTES    cap of each stream in procs/ID/output (default 1048576)\n"
+         "    -o keep_ended=N        ended commands kept, the oldest removed first (default 10000;\n"
+         "                           0: no count limit)\n"
+         "    -o keep_ended_sec=SEC  remove ended commands this long after they ended\n"
+         "                           (default 604800, a week; 0: no age limit)\n"
+         "    -o max_running=N       commands running at once; more: EAGAIN (default 2000; 0: no limit)\n"
          "    -o allow_other         let every user in; each sees and runs only their own\n"
          "\n"
          "unmount: fusermount3 -u MOUNTPOINT (running commands keep running)\n"

@@ -3,7 +3,8 @@
 // for sbxfs's options, then fuse_parse_cmdline for FUSE's):
 //   sbxfs [options] [MOUNTPOINT]
 //   -f/--foreground, -d/--debug, --state-dir DIR, --secrets-file FILE,
-//   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES
+//   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES,
+//                 keep_ended=N, keep_ended_sec=SEC, max_running=N
 //   -h/--help, -V/--version
 #include <cstddef>
 #include <string>
@@ -22,6 +23,9 @@ struct Options {
   unsigned wait_timeout_sec = 600;
   std::size_t max_request = std::size_t{4} << 20;
   std::size_t output_max = std::size_t{1} << 20;
+  std::size_t keep_ended = 10000;         ///< ended records kept; 0: no count limit
+  unsigned long keep_ended_sec = 604800;  ///< ended records kept this long; 0: no age limit
+  std::size_t max_running = 2000;         ///< commands running at once; 0: no limit
   bool allow_other = false;
   bool foreground = false;
   bool debug = false;

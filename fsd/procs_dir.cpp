@@ -10,11 +10,14 @@
 namespace fsd {
 
 std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who) {
+  // Ids, serials and owners only: a listing of thousands of records copies
+  // no status and reads nothing in /proc. The inodes need not be
+  // remembered here: the kernel looks each name up before using it.
   std::vector<DirEntry> out;
-  for (const sup::CommandStatus& st : fs.sup().list()) {
-    if (!fs.visible(st, who)) continue;
-    const Node n = fs.node_of(st, Kind::record_dir);
-    out.push_back(DirEntry{st.bg_id, n.ino, mode_of(Kind::record_dir)});
+  for (sup::RecordEntry& e : fs.sup().entries()) {
+    if (!fs.visible(e.owner_uid, who)) continue;
+    const fuse_ino_t ino = record_ino(e.serial, Kind::record_dir);
+    out.push_back(DirEntry{std::move(e.bg_id), ino, mode_of(Kind::record_dir)});
   }
   return out;
 }

@@ -20,14 +20,15 @@ constexpr const char* kHint =
 /// Working directories measured at most (those of the oldest commands).
 constexpr std::size_t kMaxWorkDirs = 8;
 
-/// The fields of a running command the root report shows.
+/// The fields of a running command the root report shows. The record's
+/// note and cmd come masked with its secrets already.
 nlohmann::json proc_summary(Filesystem& fs, const sup::CommandStatus& st, const Requester& reader) {
   const Config& cfg = fs.config();
   return {
       {"bgId", st.bg_id},
       {"running", st.running},
-      {"note", fs.mask(st.note, st.bg_id)},
-      {"cmd", fs.mask(st.cmd, st.bg_id)},
+      {"note", st.note},
+      {"cmd", st.cmd},
       {"startedAt", st.started_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.started_at)},
       {"logPath", cfg.mountpoint + "/procs/" + st.bg_id + "/log"},
       {"cpu", st.cpu},
@@ -37,28 +38,23 @@ nlohmann::json proc_summary(Filesystem& fs, const sup::CommandStatus& st, const 
 
 std::string supervisor_status(Filesystem& fs, const Requester& reader) {
   const sup::SupervisorInfo info = fs.sup().info();
-  std::vector<sup::CommandStatus> running;
+  // Ended records are counted, not copied (thousands of them made this
+  // read slow; bench/RESULTS.md). With allow_other a user sees their own.
   std::size_t finished = 0;
-  if (!fs.config().allow_other) {
-    // Everyone sees everything: ended records are counted, not copied
-    // (thousands of them made this read slow; bench/RESULTS.md).
-    running = fs.sup().list_running(&finished);
-  } else {
-    for (sup::CommandStatus& st : fs.sup().list()) {
-      if (!fs.visible(st, reader)) continue;
-      if (st.running)
-        running.push_back(std::move(st));
-      else if (st.state != "empty")
-        ++finished;
-    }
-  }
-  // Oldest first: named commands do not sort by bgId.
-  std::stable_sort(running.begin(), running.end(), [](const auto& a, const auto& b) {
-    return a.started_at < b.started_at;
+  std::vector<sup::CommandStatus> running =
+      fs.sees_all(reader) ? fs.sup().list_running(&finished) : fs.sup().list_running(&finished, reader.uid);
+  // Oldest first: named commands do not sort by bgId. Pointers are sorted,
+  // not the records (moving a thousand of them showed in the profile).
+  std::vector<const sup::CommandStatus*> order;
+  order.reserve(running.size());
+  for (const sup::CommandStatus& st : running) order.push_back(&st);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return a->started_at < b->started_at;
   });
   nlohmann::json procs = nlohmann::json::array();
   std::vector<std::string> work_dirs;
-  for (const sup::CommandStatus& st : running) {
+  for (const sup::CommandStatus* p : order) {
+    const sup::CommandStatus& st = *p;
     procs.push_back(proc_summary(fs, st, reader));
     if (work_dirs.size() < kMaxWorkDirs && !st.cwd.empty() &&
         std::find(work_dirs.begin(), work_dirs.end(), st.cwd) == work_dirs.end())
@@ -91,7 +87,9 @@ std::string supervisor_status(Filesystem& fs, const Requester& reader) {
 
 std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const Requester& reader) {
   if (node.kind == Kind::status) return std::make_unique<SnapshotHandle>(supervisor_status(fs, reader));
-  return std::make_unique<SnapshotHandle>(dump_json(fs.record_json(*node.record, reader)));
+  // The node's record was looked up without a CPU sample; this file shows one.
+  const std::optional<sup::CommandStatus> st = fs.sup().status(node.id());
+  return std::make_unique<SnapshotHandle>(dump_json(fs.record_json(st ? *st : *node.record, reader)));
 }
 
 }  // namespace fsd

@@ -1,6 +1,8 @@
 // The shape of the tree: which names a directory holds, their inodes, modes
 // and attributes. Fixed files are cached 1 s; a command's files and logs 0 s
-// (they come and go, and logs grow).
+// (they come and go, and logs grow), except the attributes of procs/ID
+// itself, which never change (mode, owner, the mount's time): cached 1 s,
+// they spare `ls -l procs` a GETATTR per command after its LOOKUP.
 #include <cerrno>
 #include <ctime>
 #include <sys/stat.h>
@@ -68,6 +70,8 @@ mode_t mode_of(Kind kind) {
 }
 
 double timeout_of(Kind kind) { return is_record_kind(kind) ? 0.0 : 1.0; }
+
+double attr_timeout_of(Kind kind) { return kind == Kind::record_dir ? 1.0 : timeout_of(kind); }
 
 sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who) {
   switch (parent.kind) {
@@ -145,10 +149,10 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
     case Kind::logs:
       out.push_back({".", dir.ino, dmode});
       out.push_back({"..", fixed_ino(Kind::root), dmode});
-      for (const sup::CommandStatus& st : fs.sup().list()) {
-        if (!fs.visible(st, who) || st.state == "empty") continue;
-        const Node n = fs.node_of(st, Kind::logs_entry);
-        out.push_back({st.bg_id + std::string(kLogSuffix), n.ino, mode_of(Kind::logs_entry)});
+      for (const sup::RecordEntry& e : fs.sup().entries()) {
+        if (!fs.visible(e.owner_uid, who) || e.empty) continue;
+        out.push_back({e.bg_id + std::string(kLogSuffix), record_ino(e.serial, Kind::logs_entry),
+                       mode_of(Kind::logs_entry)});
       }
       return out;
     default:

@@ -12,17 +12,21 @@
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
-#include <map>
+#include <atomic>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
 
+#include "supervisor/auto_id.hpp"
 #include "supervisor/clock.hpp"
+#include "supervisor/cpu_sampler.hpp"
 #include "supervisor/event_loop.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_launcher.hpp"
 #include "supervisor/proc_tree.hpp"
 #include "supervisor/readiness_probe.hpp"
+#include "supervisor/record_files.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/unique_fd.hpp"
 
@@ -36,39 +40,6 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxInlineScript = 100 * 1024;
-
-// Auto ids: "0001".."9999", then "a0000".."z9999", ...: short, and `ls`
-// lists them in start order.
-std::string format_auto_id(std::uint64_t n) {
-  char buf[32];
-  if (n < 10000) {
-    std::snprintf(buf, sizeof buf, "%04llu", static_cast<unsigned long long>(n));
-    return buf;
-  }
-  std::uint64_t block = n / 10000;  // 1 -> 'a'
-  std::string prefix;
-  while (block > 26) { prefix += 'z'; block -= 26; }
-  prefix += static_cast<char>('a' + block - 1);
-  std::snprintf(buf, sizeof buf, "%04llu", static_cast<unsigned long long>(n % 10000));
-  return prefix + buf;
-}
-
-std::optional<std::uint64_t> parse_auto_id(const std::string& id) {
-  size_t i = 0;
-  std::uint64_t block = 0;
-  while (i < id.size() && id[i] >= 'a' && id[i] <= 'z') {
-    if (id[i] != 'z' && i + 1 < id.size() && id[i + 1] >= 'a') return std::nullopt;
-    block += static_cast<std::uint64_t>(id[i] - 'a' + 1);
-    ++i;
-  }
-  if (id.size() - i != 4) return std::nullopt;
-  std::uint64_t n = 0;
-  for (; i < id.size(); ++i) {
-    if (id[i] < '0' || id[i] > '9') return std::nullopt;
-    n = n * 10 + static_cast<std::uint64_t>(id[i] - '0');
-  }
-  return block * 10000 + n;
-}
 
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") == std::string::npos)
@@ -121,54 +92,6 @@ Status check_executable(const std::string& argv0, const std::string& cwd, const 
   return error_from_errno(worst, "cannot execute '" + argv0 + "'");
 }
 
-struct ExitInfo {
-  std::optional<int> exit_code;
-  std::string signal, end_reason, finished_at;
-  bool timed_out = false;
-  std::string end_note;          // why the end is unknown
-  std::uint64_t output_lost = 0;  // log bytes the monitor could not write
-};
-
-Result<ExitInfo> parse_exit(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error{Errc::io_error, "exit.json is corrupt"};
-  try {
-    ExitInfo e;
-    if (j.contains("exitCode") && !j["exitCode"].is_null()) e.exit_code = j["exitCode"].get<int>();
-    if (j.contains("signal") && j["signal"].is_string()) e.signal = j["signal"].get<std::string>();
-    e.end_reason = j.at("endReason").get<std::string>();
-    e.finished_at = j.value("finishedAt", "");
-    e.timed_out = j.value("timedOut", false);
-    e.end_note = j.value("endNote", "");
-    e.output_lost = j.value("outputLost", std::uint64_t{0});
-    return e;
-  } catch (const json::exception& ex) {
-    return Error{Errc::io_error, std::string("exit.json is corrupt: ") + ex.what()};
-  }
-}
-
-struct MonitorInfo {
-  pid_t monitor_pid = 0, pid = 0;
-  std::uint64_t monitor_start = 0, pid_start = 0;
-  std::string started_at;
-};
-
-Result<MonitorInfo> parse_monitor(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error{Errc::io_error, "monitor.json is corrupt"};
-  try {
-    MonitorInfo m;
-    m.monitor_pid = j.at("monitorPid").get<pid_t>();
-    m.monitor_start = j.at("monitorStart").get<std::uint64_t>();
-    m.pid = j.at("pid").get<pid_t>();
-    m.pid_start = j.at("pidStart").get<std::uint64_t>();
-    m.started_at = j.value("startedAt", "");
-    return m;
-  } catch (const json::exception& ex) {
-    return Error{Errc::io_error, std::string("monitor.json is corrupt: ") + ex.what()};
-  }
-}
-
 }  // namespace
 
 std::string default_monitor_path() {
@@ -214,12 +137,6 @@ std::vector<std::string> env_marks(const Record& r) {
   return marks;
 }
 
-struct CpuSample {
-  std::uint64_t ticks = 0;
-  std::chrono::steady_clock::time_point at;
-  double percent = 0;
-};
-
 struct Supervisor::Impl {
   SupervisorOptions opts;
   std::string procs_dir;
@@ -237,8 +154,16 @@ struct Supervisor::Impl {
   std::map<int, std::string> wd_ids;                // inotify wd of a log -> id; guarded by mu
   std::map<int, std::string> dir_wd_ids;            // inotify wd of a folder -> id; guarded by mu
 
-  mutable std::mutex cpu_mu;
-  mutable std::map<std::string, CpuSample> cpu;     // guarded by cpu_mu
+  EndedRecords ended_index;                         // ended records by end time; guarded by mu
+  std::size_t running = 0;                          // records running; guarded by mu
+  std::size_t starting = 0;                         // starts between claim and commit; guarded by mu
+  std::uint64_t counter_on_disk = 0;                // the `counter` file's value; guarded by mu
+  std::uint64_t retention_timer = 0;                // the age limit's one-shot timer; guarded by mu
+  std::optional<EndedRecords::Millis> retention_due;  // when it fires; guarded by mu
+  std::uint64_t retention_gen = 0;                  // which arming is current; guarded by mu
+  std::atomic<std::uint64_t> del_seq{0};            // makes .del-* names unique
+
+  mutable CpuSampler cpu;
 
   std::mutex listeners_mu;
   std::vector<std::pair<std::uint64_t, Listener>> listeners;  // guarded by listeners_mu
@@ -282,7 +207,13 @@ struct Supervisor::Impl {
   Status load();
   void load_record(const std::string& id);
   void finish_unknown(const std::string& dir, const MonitorInfo* m, const std::vector<std::string>& env_marks);
-  double cpu_percent(const std::string& id, pid_t monitor) const;
+  void note_ended(const Record& r);                       // needs mu
+  void save_counter_for(const std::string& removed_id);    // needs mu
+  /// Unpublishes record `it` (renamed to a .del-* folder, which is returned
+  /// for remove_tree outside the lock); empty on failure, with `err` set.
+  std::string detach(std::map<std::string, Record>::iterator it, Status* err);  // needs mu
+  void prune();                                            // no lock held
+  void arm_retention_timer();                              // needs mu
   void start_probe(const std::string& id);  // loop thread
   void mark_ready(const std::string& id);   // loop thread
   void save_ready(const Record& r) const;   // needs mu
@@ -381,22 +312,90 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   return s;
 }
 
-double Supervisor::Impl::cpu_percent(const std::string& id, pid_t monitor) const {
-  static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  auto now = std::chrono::steady_clock::now();
-  std::lock_guard g(cpu_mu);
-  auto [it, fresh] = cpu.try_emplace(id);
-  CpuSample& c = it->second;
-  // "Recent": over the last second or more; reads in between reuse the figure.
-  if (!fresh && now - c.at < std::chrono::seconds(1)) return c.percent;
-  std::uint64_t ticks = tree_cpu_ticks(monitor);
-  if (!fresh) {
-    double secs = std::chrono::duration<double>(now - c.at).count();
-    c.percent = secs > 0 ? (static_cast<double>(ticks - std::min(ticks, c.ticks)) / hz) / secs * 100.0 : 0;
+void Supervisor::Impl::note_ended(const Record& r) {
+  std::optional<EndedRecords::Millis> at = parse_iso_millis(r.exit.finished_at);
+  if (!at) {
+    // A torn or missing exit record: its folder's last change is the best
+    // guess (never "long ago", which the age limit would remove at once).
+    struct stat st{};
+    at = ::stat(dir_of(r.id).c_str(), &st) == 0
+             ? static_cast<EndedRecords::Millis>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000
+             : wall_millis_now();
   }
-  c.ticks = ticks;
-  c.at = now;
-  return std::round(c.percent * 10) / 10;
+  ended_index.add(r.id, *at);
+}
+
+void Supervisor::Impl::save_counter_for(const std::string& removed_id) {
+  // Ids are never reused: the next one is past the highest folder on load,
+  // so only removing a record can lower that; the counter on disk must stay
+  // past every removed automatic id (written rarely: the oldest go first).
+  auto n = parse_auto_id(removed_id);
+  if (!n || counter_on_disk > *n) return;
+  if (write_file_atomic(opts.state_dir + "/counter", std::to_string(counter) + "\n")) counter_on_disk = counter;
+}
+
+std::string Supervisor::Impl::detach(std::map<std::string, Record>::iterator it, Status* err) {
+  const std::string id = it->first;
+  if (it->second.spec && !it->second.spec->script_file.empty()) ::unlink(it->second.spec->script_file.c_str());
+  save_counter_for(id);
+  // Rename first, so a crash mid-delete leaves no half record; a unique
+  // name, so no later record of the same name collides with the delete.
+  std::string del = procs_dir + "/.del-" + id + "." + std::to_string(del_seq++);
+  if (::rename(dir_of(id).c_str(), del.c_str()) != 0) {
+    *err = error_from_errno(errno, "rename " + dir_of(id));
+    return {};
+  }
+  ended_index.erase(id);
+  records.erase(it);
+  cpu.forget(id);
+  return del;
+}
+
+void Supervisor::Impl::prune() {
+  std::vector<std::string> removed, dirs;
+  {
+    std::lock_guard g(mu);
+    for (const std::string& id : ended_index.due(wall_millis_now(), opts.retention)) {
+      auto it = records.find(id);
+      if (it == records.end() || reserved.count(id)) continue;  // a named start is replacing it
+      Status err = Ok{};
+      std::string del = detach(it, &err);
+      if (del.empty()) {
+        ended_index.erase(id);  // cannot rename it: keep it, stop trying
+        continue;
+      }
+      removed.push_back(id);
+      dirs.push_back(std::move(del));
+    }
+    arm_retention_timer();
+  }
+  for (const std::string& d : dirs) remove_tree(d);
+  if (removed.empty()) return;
+  changed.notify_all();
+  for (const std::string& id : removed) emit(Event::Kind::removed, id);
+}
+
+void Supervisor::Impl::arm_retention_timer() {
+  // One one-shot timer at the next record's expiry, never a periodic one:
+  // an idle supervisor does not wake up.
+  const std::optional<EndedRecords::Millis> due = ended_index.next_expiry(opts.retention);
+  if (due == retention_due) return;
+  if (retention_timer) loop->cancel_timer(retention_timer);
+  retention_timer = 0;
+  retention_due = due;
+  if (!due) return;
+  const auto delay = std::chrono::milliseconds(std::max<EndedRecords::Millis>(0, *due - wall_millis_now()) + 1);
+  const std::uint64_t gen = ++retention_gen;
+  retention_timer = loop->add_timer(Clock::now() + delay, [this, gen] {
+    {
+      std::lock_guard g(mu);
+      if (gen == retention_gen) {  // else re-armed meanwhile: that timer is the one
+        retention_timer = 0;
+        retention_due.reset();
+      }
+    }
+    prune();
+  });
 }
 
 void Supervisor::Impl::watch_running(Record& r) {
@@ -498,11 +497,15 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
     r.ended = true;
     r.exit = info;
     if (err) r.error = err;
+    --running;
+    note_ended(r);
   }
+  cpu.forget(id);
   changed.notify_all();
   // The last output may have been written just before the exit.
   dispatch(Event{Event::Kind::output, id});
   dispatch(Event{Event::Kind::ended, id});
+  prune();  // after the news: a reader told of the end may still find the record
 }
 
 void Supervisor::Impl::on_inotify() {
@@ -612,7 +615,9 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);
   serial_for(id);
   auto [it, _] = records.insert_or_assign(id, std::move(r));
+  if (it->second.ended) note_ended(it->second);
   if (!it->second.ended && !it->second.slot) {
+    ++running;
     watch_running(it->second);
     if (it->second.ready_cond && !it->second.ready) loop->post([this, id] { start_probe(id); });
   }
@@ -634,8 +639,10 @@ Status Supervisor::Impl::load() {
   [[maybe_unused]] auto t = ::ftruncate(lock_fd.get(), 0);
   [[maybe_unused]] auto w = ::pwrite(lock_fd.get(), me.data(), me.size(), 0);
 
-  if (auto c = read_file(opts.state_dir + "/counter"); c.ok() && c.value())
-    counter = std::max<std::uint64_t>(1, std::strtoull(c.value()->c_str(), nullptr, 10));
+  if (auto c = read_file(opts.state_dir + "/counter"); c.ok() && c.value()) {
+    counter_on_disk = std::strtoull(c.value()->c_str(), nullptr, 10);
+    counter = std::max<std::uint64_t>(1, counter_on_disk);
+  }
 
   std::vector<std::string> ids;
   std::error_code ec;
@@ -705,6 +712,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   Impl* p = impl.get();
   impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
   if (auto st = impl->load(); !st) return st.error();
+  impl->prune();  // the limits may be lower than last time, or records aged meanwhile
   return std::unique_ptr<Supervisor>(new Supervisor(std::move(impl)));
 }
 
@@ -737,12 +745,16 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   for (auto& [k, v] : spec.secret_env) env[k] = v;
   if (auto v = check_executable(argv[0], spec.cwd, env.count("PATH") ? env["PATH"] : ""); !v) return v.error();
 
-  // Claim the id.
+  // Claim the id (and a place under max_running).
   std::string id;
   bool replacing = false;
   std::string old_script;
   {
     std::lock_guard g(I.mu);
+    if (I.opts.max_running > 0 && I.running + I.starting >= I.opts.max_running)
+      return Error{Errc::try_again, std::to_string(I.running + I.starting) +
+                                        " commands are running, the most allowed at once (max_running=" +
+                                        std::to_string(I.opts.max_running) + "): stop one or wait for one to end"};
     if (!spec.name.empty()) {
       id = spec.name;
       if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
@@ -760,10 +772,12 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
       spec.name.clear();
     }
     I.reserved.insert(id);
+    ++I.starting;
   }
   auto unreserve = [&] {
     std::lock_guard g(I.mu);
     I.reserved.erase(id);
+    --I.starting;
   };
 
   const std::string final_dir = I.dir_of(id);
@@ -821,8 +835,7 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   // Committed: from here on the command exists, whatever happens to us.
   if (!old_script.empty()) ::unlink(old_script.c_str());
   if (replacing) {
-    std::string del = I.procs_dir + "/.del-" + id;
-    remove_tree(del);
+    std::string del = I.procs_dir + "/.del-" + id + "." + std::to_string(I.del_seq++);
     if (::rename(final_dir.c_str(), del.c_str()) == 0) remove_tree(del);
   }
   if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) {
@@ -845,6 +858,9 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   {
     std::lock_guard g(I.mu);
     I.reserved.erase(id);
+    --I.starting;
+    ++I.running;
+    I.ended_index.erase(id);  // a named command that ended is replaced
     I.serial_for(id);
     Record r;
     r.id = id;
@@ -860,10 +876,7 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
     I.watch_running(it->second);
     out = I.snapshot(it->second);
   }
-  {
-    std::lock_guard g(I.cpu_mu);
-    I.cpu.erase(id);
-  }
+  I.cpu.forget(id);
   return out;
 }
 
@@ -956,29 +969,25 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
 
 Status Supervisor::remove(const std::string& id) {
   Impl& I = *impl_;
+  std::string del;
   {
     std::lock_guard g(I.mu);
     auto it = I.records.find(id);
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
     if (!it->second.ended && !it->second.slot) return Error{Errc::busy, "'" + id + "' is running; stop it first"};
     if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
-    if (it->second.spec && !it->second.spec->script_file.empty()) ::unlink(it->second.spec->script_file.c_str());
-    // Ids are never reused: the next one is past the highest folder on load,
-    // so only removing a record can lower that; remember the counter first.
-    (void)write_file_atomic(I.opts.state_dir + "/counter", std::to_string(I.counter) + "\n");
-    // Rename first, so a crash mid-delete leaves no half record.
-    std::string del = I.procs_dir + "/.del-" + id;
-    remove_tree(del);
-    if (::rename(I.dir_of(id).c_str(), del.c_str()) != 0) return error_from_errno(errno, "rename " + I.dir_of(id));
-    I.records.erase(it);
-    remove_tree(del);
+    Status err = Ok{};
+    del = I.detach(it, &err);
+    if (del.empty()) return err;
+    I.arm_retention_timer();
   }
+  remove_tree(del);
   I.changed.notify_all();
   I.emit(Event::Kind::removed, id);
   return Ok{};
 }
 
-std::optional<CommandStatus> Supervisor::status(const std::string& id) const {
+std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure cpu) const {
   CommandStatus s;
   pid_t monitor = 0;
   {
@@ -988,9 +997,24 @@ std::optional<CommandStatus> Supervisor::status(const std::string& id) const {
     s = impl_->snapshot(it->second);
     monitor = it->second.monitor.monitor_pid;
   }
-  if (s.running) s.cpu = impl_->cpu_percent(id, monitor);
+  if (s.running && cpu == CpuFigure::sample) s.cpu = impl_->cpu.percent({id, monitor});
   return s;
 }
+
+namespace {
+// The last figures of the running ones among `out` (never walks /proc here).
+void add_cpu(CpuSampler& sampler, std::vector<CommandStatus>& out, const std::vector<pid_t>& monitors) {
+  std::vector<CpuSampler::Tree> trees;
+  std::vector<std::size_t> at;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].running) continue;
+    trees.push_back({out[i].bg_id, monitors[i]});
+    at.push_back(i);
+  }
+  const std::vector<double> figures = sampler.percents(trees);
+  for (std::size_t k = 0; k < at.size(); ++k) out[at[k]].cpu = figures[k];
+}
+}  // namespace
 
 std::vector<CommandStatus> Supervisor::list() const {
   std::vector<CommandStatus> out;
@@ -1003,19 +1027,31 @@ std::vector<CommandStatus> Supervisor::list() const {
       monitors.push_back(r.monitor.monitor_pid);
     }
   }
-  for (size_t i = 0; i < out.size(); ++i)
-    if (out[i].running) out[i].cpu = impl_->cpu_percent(out[i].bg_id, monitors[i]);
+  add_cpu(impl_->cpu, out, monitors);
   return out;
 }
 
-std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended) const {
+std::vector<RecordEntry> Supervisor::entries() const {
+  std::vector<RecordEntry> out;
+  std::lock_guard g(impl_->mu);
+  out.reserve(impl_->records.size());
+  for (auto& [id, r] : impl_->records) {
+    auto s = impl_->serials.find(id);
+    out.push_back(RecordEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid, r.slot && !r.error});
+  }
+  return out;
+}
+
+std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::optional<uid_t> owner) const {
   std::vector<CommandStatus> out;
   std::vector<pid_t> monitors;
   std::size_t rest = 0;
   {
     std::lock_guard g(impl_->mu);
+    out.reserve(impl_->running);
+    monitors.reserve(impl_->running);
     for (auto& [id, r] : impl_->records) {
-      if (r.slot) continue;
+      if (r.slot || (owner && r.owner_uid != *owner)) continue;
       if (r.ended || r.error) {
         ++rest;
         continue;
@@ -1024,7 +1060,7 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended) const {
       monitors.push_back(r.monitor.monitor_pid);
     }
   }
-  for (size_t i = 0; i < out.size(); ++i) out[i].cpu = impl_->cpu_percent(out[i].bg_id, monitors[i]);
+  add_cpu(impl_->cpu, out, monitors);
   if (ended) *ended = rest;
   return out;
 }

@@ -17,6 +17,7 @@
 
 #include "supervisor/command_status.hpp"
 #include "supervisor/error.hpp"
+#include "supervisor/retention.hpp"
 #include "supervisor/spec.hpp"
 
 namespace sup {
@@ -25,6 +26,10 @@ struct SupervisorOptions {
   std::string state_dir;          ///< created (0700) if missing
   std::string monitor_path;       ///< the sbxfs-monitor executable; empty: default_monitor_path()
   std::vector<std::string> secrets;  ///< values masked everywhere (--secrets-file)
+  /// Ended records kept (with their logs); past it the oldest are removed.
+  RetentionPolicy retention;
+  /// Commands running at once; a start past it is try_again. 0: no limit.
+  std::size_t max_running = 2000;
 };
 
 /// sbxfs-monitor next to the running executable, else the build-time path.
@@ -40,6 +45,17 @@ struct Event {
   Kind kind;
   std::string bg_id;
 };
+
+/// What a directory listing needs of a record: no strings but the id, no /proc.
+struct RecordEntry {
+  std::string bg_id;
+  std::uint64_t serial = 0;
+  uid_t owner_uid = 0;
+  bool empty = false;  ///< an empty named slot
+};
+
+/// Whether a status carries a fresh `cpu` figure (a few /proc reads) or 0.
+enum class CpuFigure { sample, skip };
 
 struct SupervisorInfo {
   pid_t pid;
@@ -74,13 +90,20 @@ class Supervisor {
   /// Removes an ended command's (or empty slot's) record and logs; busy while running.
   Status remove(const std::string& id);
 
-  std::optional<CommandStatus> status(const std::string& id) const;
-  /// Every record, in bgId order (auto ids sort in start order).
+  /// One record; with CpuFigure::sample its tree's CPU is sampled when the
+  /// last sample is older than a second.
+  std::optional<CommandStatus> status(const std::string& id, CpuFigure cpu = CpuFigure::sample) const;
+  /// Every record, in bgId order (auto ids sort in start order). `cpu` is
+  /// the last sampled figure (stale ones are resampled in the background).
   std::vector<CommandStatus> list() const;
+  /// Every record's id, serial and owner, in bgId order: for listings.
+  std::vector<RecordEntry> entries() const;
   /// The running records only, in bgId order, and how many have ended
   /// (state exited or error; empty slots are not counted). Cheap with many
-  /// ended records: those are counted, not copied.
-  std::vector<CommandStatus> list_running(std::size_t* ended = nullptr) const;
+  /// ended records: those are counted, not copied; `cpu` as for list().
+  /// With `owner`, only the records that user started.
+  std::vector<CommandStatus> list_running(std::size_t* ended = nullptr,
+                                          std::optional<uid_t> owner = std::nullopt) const;
   SupervisorInfo info() const;
 
   /// Blocks the calling thread until `id` has ended or `timeout` passed.

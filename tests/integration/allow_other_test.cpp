@@ -51,5 +51,26 @@ TEST_F(AllowOtherTest, OthersCommandsAreInvisibleAndUnstoppable) {
   EXPECT_EQ(status_json(id)["running"], false);
 }
 
+TEST_F(AllowOtherTest, RootStatusCountsOnlyTheReadersOwn) {
+  const std::string root_running = start("sleep 30");
+  const std::string root_ended = start("true");
+  ASSERT_FALSE(root_running.empty() || root_ended.empty());
+  wait_ended(root_ended);
+  auto r = as_nobody(
+      "exec 3<>\"$MNT/cmd\"; echo true >&3; read -r a <&3; exec 3>&-; cat \"$MNT/procs/$a/wait\" >/dev/null; "
+      "exec 3<>\"$MNT/cmd\"; echo \"sleep 30\" >&3; read -r b <&3; exec 3>&-; echo $b; cat \"$MNT/status.json\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string mine = r.out.substr(0, r.out.find('\n'));
+  json st = parse_json(r.out.substr(r.out.find('\n') + 1));
+  ASSERT_TRUE(st.is_object()) << r.out;
+  ASSERT_EQ(st["procs"].size(), 1u) << st["procs"].dump();
+  EXPECT_EQ(st["procs"][0]["bgId"], mine);
+  EXPECT_EQ(st["finished"], 1);
+  json all = root_status();
+  EXPECT_EQ(all["procs"].size(), 2u) << all["procs"].dump();
+  EXPECT_EQ(all["finished"], 2);
+  EXPECT_EQ(as_nobody("echo > \"$MNT/procs/" + mine + "/stop\"").code, 0);
+}
+
 }  // namespace
 }  // namespace sbxit

@@ -44,3 +44,13 @@ TEST(DaemonCli, Version) {
 }
 
 }  // namespace
+
+TEST(DaemonCli, LimitsAreDocumentedAndCheckedBeforeMounting) {
+  auto help = run_daemon("--help");
+  for (const char* opt : {"keep_ended=", "keep_ended_sec=", "max_running="})
+    EXPECT_NE(help.text.find(opt), std::string::npos) << opt << " missing from --help";
+  // Refused before anything is mounted or created (no such mount point needed).
+  auto o = run_daemon("-f -o keep_ended_sec=99999999999 /nonexistent/sbxfs-cli-test");
+  EXPECT_EQ(o.code, 1) << o.text;
+  EXPECT_NE(o.text.find("keep_ended_sec must be at most 100 years"), std::string::npos) << o.text;
+}
