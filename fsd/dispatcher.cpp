@@ -46,7 +46,8 @@ void reply_entry(fuse_req_t req, Filesystem& fs, const Node& node) {
 }
 
 /// A directory listing fixed at opendir, served by index (offset = index + 1).
-struct DirHandle {
+struct DirHandle : Handle {
+  explicit DirHandle(std::vector<DirEntry> e) : entries(std::move(e)) {}
   std::vector<DirEntry> entries;
 };
 
@@ -163,8 +164,8 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     // a blocking read must reach us, interruptible (NOTES.md §1, §2).
     fi->direct_io = 1;
     fi->keep_cache = 0;
-    fi->fh = reinterpret_cast<uint64_t>(h.get());
-    if (fuse_reply_open(req, fi) == 0) h.release();  // failed (interrupted open): no release follows
+    fi->fh = fs.handles().keep(std::move(h));
+    if (fuse_reply_open(req, fi) != 0) fs.handles().drop(fi->fh);  // interrupted open: no release follows
   });
 }
 
@@ -191,7 +192,7 @@ void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
 }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
-  delete handle_of(fi);  // never acts: release is asynchronous and its errors are lost
+  fs_of(req).handles().drop(fi->fh);  // never acts: release is asynchronous and its errors are lost
   fuse_reply_err(req, 0);
 }
 
@@ -210,15 +211,14 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     if (!node) return reply_error(req, node.error());
     sup::Result<std::vector<DirEntry>> entries = list_dir(fs, *node, who);
     if (!entries) return reply_error(req, entries.error());
-    auto h = std::make_unique<DirHandle>(DirHandle{std::move(entries.value())});
-    fi->fh = reinterpret_cast<uint64_t>(h.get());
-    if (fuse_reply_open(req, fi) == 0) h.release();
+    fi->fh = fs.handles().keep(std::make_unique<DirHandle>(std::move(entries.value())));
+    if (fuse_reply_open(req, fi) != 0) fs.handles().drop(fi->fh);
   });
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
   guarded(req, "readdir", [&] {
-    const auto* h = reinterpret_cast<const DirHandle*>(fi->fh);
+    const auto* h = static_cast<const DirHandle*>(handle_of(fi));
     std::string buf(size, '\0');
     size_t used = 0;
     for (size_t i = off < 0 ? 0 : static_cast<size_t>(off); i < h->entries.size(); ++i) {
@@ -236,7 +236,7 @@ void op_readdir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_in
 }
 
 void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
-  delete reinterpret_cast<DirHandle*>(fi->fh);
+  fs_of(req).handles().drop(fi->fh);
   fuse_reply_err(req, 0);
 }
 

@@ -19,6 +19,7 @@
 #include "fsd/box_report.hpp"
 #include "fsd/error_log.hpp"
 #include "fsd/inode.hpp"
+#include "fsd/open_handles.hpp"
 #include "fsd/parked_requests.hpp"
 #include "fsd/step_store.hpp"
 #include "supervisor/supervisor.hpp"
@@ -65,6 +66,7 @@ class Filesystem {
   const Config& config() const { return cfg_; }
   ErrorLog& errors() { return errors_; }
   ParkedRequests& parked() { return parked_; }
+  OpenHandles& handles() { return handles_; }
   const std::string& readme() const { return readme_; }
   ActivityLog& activity() { return activity_; }
   WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
@@ -97,8 +99,12 @@ class Filesystem {
   std::string log_tail(const sup::CommandStatus& st) const;
   std::string mask(std::string_view text, const std::string& id) const { return sup_.mask(text, id); }
 
-  /// Answers every parked request; called once the FUSE loop has ended.
-  void shutdown() { parked_.shutdown(); }
+  /// Answers every parked request, then frees the files left open; called
+  /// once the FUSE loop has ended.
+  void shutdown() {
+    parked_.shutdown();
+    handles_.clear();
+  }
 
  private:
   void remember(const sup::CommandStatus& st);
@@ -107,6 +113,7 @@ class Filesystem {
   const Config cfg_;
   const std::string readme_;
   ErrorLog errors_;
+  OpenHandles handles_;  // before parked_: parked requests may point into handles
   ParkedRequests parked_;
   ActivityLog activity_;
   WorkDirSizes work_dir_sizes_;
