@@ -198,6 +198,7 @@ int run(Options& opts) {
   sup::SupervisorOptions sopts;
   sopts.state_dir = state_dir;
   sopts.secrets = std::move(secrets);
+  sopts.log_max = opts.log_max;
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());

@@ -22,6 +22,7 @@ struct RawOptions {
   unsigned wait_timeout = 600;
   unsigned long max_request = 4ul << 20;
   unsigned long output_max = 1ul << 20;
+  unsigned long long log_max = sup::kDefaultLogMax;
   int allow_other = 0;
   int extra_args = 0;  // a second non-option argument
 };
@@ -37,6 +38,7 @@ const fuse_opt kSpec[] = {
     SBX_OPT("wait_timeout=%u", wait_timeout),
     SBX_OPT("max_request=%lu", max_request),
     SBX_OPT("output_max=%lu", output_max),
+    SBX_OPT("log_max=%llu", log_max),
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -98,6 +100,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.wait_timeout_sec = raw.wait_timeout;
   o.max_request = raw.max_request;
   o.output_max = raw.output_max;
+  o.log_max = raw.log_max;
   o.allow_other = raw.allow_other;
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
@@ -131,6 +134,8 @@ std::string usage(const char* prog) {
          "    -o wait_timeout=SEC    cap of a blocking read of procs/ID/wait (default 600)\n"
          "    -o max_request=BYTES   largest request written to cmd (default 4194304)\n"
          "    -o output_max=BYTES    cap of each stream in procs/ID/output (default 1048576)\n"
+         "    -o log_max=BYTES       output kept per command; later output is counted, not\n"
+         "                           kept (default 2147483648; 0: no limit)\n"
          "    -o allow_other         let every user in; each sees and runs only their own\n"
          "\n"
          "unmount: fusermount3 -u MOUNTPOINT (running commands keep running)\n"

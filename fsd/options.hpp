@@ -3,15 +3,18 @@
 // for sbxfs's options, then fuse_parse_cmdline for FUSE's):
 //   sbxfs [options] [MOUNTPOINT]
 //   -f/--foreground, -d/--debug, --state-dir DIR, --secrets-file FILE,
-//   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES
+//   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES,
+//                 log_max=BYTES
 //   -h/--help, -V/--version
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <fuse_lowlevel.h>
 
 #include "supervisor/error.hpp"
+#include "supervisor/log_limit.hpp"
 
 namespace fsd {
 
@@ -22,6 +25,7 @@ struct Options {
   unsigned wait_timeout_sec = 600;
   std::size_t max_request = std::size_t{4} << 20;
   std::size_t output_max = std::size_t{1} << 20;
+  std::uint64_t log_max = sup::kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
   bool allow_other = false;
   bool foreground = false;
   bool debug = false;

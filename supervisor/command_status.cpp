@@ -21,6 +21,10 @@ nlohmann::json CommandStatus::to_json() const {
     j["endReason"] = end_reason.empty() ? json(nullptr) : json(end_reason);
     j["timedOut"] = timed_out;
   }
+  if (state != "empty") {
+    j["truncated"] = truncated;
+    j["droppedBytes"] = dropped_bytes;
+  }
   j["cpu"] = cpu;
   if (!ready_condition.empty()) {
     j["ready"] = ready;

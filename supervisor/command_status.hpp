@@ -29,6 +29,8 @@ struct CommandStatus {
   std::string signal;         ///< "SIGTERM" when a signal ended the root
   std::string end_reason;     ///< exited stopped timedOut oomKilled killed unknown
   bool timed_out = false;
+  bool truncated = false;       ///< output past log_max was dropped
+  std::uint64_t dropped_bytes = 0;  ///< how much (so far, while running)
   double cpu = 0;             ///< recent %CPU of the whole tree (100 = one core)
   std::optional<Error> error; ///< state "error": why
   uid_t owner_uid = 0;        ///< who started it

@@ -17,6 +17,7 @@
 
 #include "supervisor/command_status.hpp"
 #include "supervisor/error.hpp"
+#include "supervisor/log_limit.hpp"
 #include "supervisor/spec.hpp"
 
 namespace sup {
@@ -25,6 +26,7 @@ struct SupervisorOptions {
   std::string state_dir;          ///< created (0700) if missing
   std::string monitor_path;       ///< the sbxfs-monitor executable; empty: default_monitor_path()
   std::vector<std::string> secrets;  ///< values masked everywhere (--secrets-file)
+  std::uint64_t log_max = kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
 };
 
 /// sbxfs-monitor next to the running executable, else the build-time path.
