@@ -201,6 +201,7 @@ int run(Options& opts) {
   sopts.retention.keep = opts.keep_ended;
   sopts.retention.max_age = std::chrono::seconds(opts.keep_ended_sec);
   sopts.max_running = opts.max_running;
+  sopts.log_max = opts.log_max;
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());

@@ -240,8 +240,15 @@ void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
   fuse_reply_err(req, 0);
 }
 
+void op_init(void*, fuse_conn_info* conn) noexcept {
+  // Replies from a file (Reply::file, the log views) are spliced from it
+  // into /dev/fuse instead of copied through a buffer of ours.
+  if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
+}
+
 fuse_lowlevel_ops make_ops() {
   fuse_lowlevel_ops ops{};
+  ops.init = op_init;
   ops.lookup = op_lookup;
   ops.getattr = op_getattr;
   ops.setattr = op_setattr;

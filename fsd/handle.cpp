@@ -19,6 +19,14 @@ void send_reply(fuse_req_t req, const Reply& r) {
   switch (r.type()) {
     case Reply::Type::error: fuse_reply_err(req, r.err()); break;
     case Reply::Type::data: fuse_reply_buf(req, r.bytes().data(), r.bytes().size()); break;
+    case Reply::Type::file: {
+      fuse_bufvec bv = FUSE_BUFVEC_INIT(r.count());
+      bv.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY);
+      bv.buf[0].fd = r.fd();
+      bv.buf[0].pos = r.offset();
+      fuse_reply_data(req, &bv, static_cast<fuse_buf_copy_flags>(0));
+      break;
+    }
     case Reply::Type::written: fuse_reply_write(req, r.count()); break;
     case Reply::Type::poll: fuse_reply_poll(req, static_cast<unsigned>(r.count())); break;
     case Reply::Type::parked: break;

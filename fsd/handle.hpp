@@ -18,30 +18,42 @@
 
 namespace fsd {
 
-/// What to send for a request: bytes, a write count, an errno, poll events,
-/// or nothing because the handler parked the request (someone replies later).
+/// What to send for a request: bytes, a range of an open file, a write
+/// count, an errno, poll events, or nothing because the handler parked the
+/// request (someone replies later).
 class Reply {
  public:
-  enum class Type { error, data, written, poll, parked };
+  enum class Type { error, data, file, written, poll, parked };
 
   static Reply error(int err) { return Reply(Type::error, err); }
   static Reply fail(const sup::Error& e);  ///< errno of e.code (errno_map)
   static Reply data(std::string bytes) { Reply r(Type::data); r.bytes_ = std::move(bytes); return r; }
   /// `bytes[off, off+size)`, empty past the end: reads served from a snapshot.
   static Reply slice(std::string_view bytes, off_t off, std::size_t size);
+  /// `size` bytes of `fd` from `off`, sent without copying them through the
+  /// daemon (spliced when the kernel allows). fd must stay open until sent.
+  static Reply file(int fd, off_t off, std::size_t size) {
+    Reply r(Type::file, fd);
+    r.off_ = off;
+    r.count_ = size;
+    return r;
+  }
   static Reply written(std::size_t n) { Reply r(Type::written); r.count_ = n; return r; }
   static Reply poll(unsigned revents) { Reply r(Type::poll); r.count_ = revents; return r; }
   static Reply parked() { return Reply(Type::parked); }
 
   Type type() const { return type_; }
   int err() const { return err_; }
+  int fd() const { return err_; }  ///< Type::file
+  off_t offset() const { return off_; }
   const std::string& bytes() const { return bytes_; }
   std::size_t count() const { return count_; }
 
  private:
   explicit Reply(Type t, int err = 0) : type_(t), err_(err) {}
   Type type_;
-  int err_ = 0;
+  int err_ = 0;  // the errno, or the fd of Type::file
+  off_t off_ = 0;
   std::string bytes_;
   std::size_t count_ = 0;
 };

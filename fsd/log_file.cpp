@@ -3,6 +3,9 @@
 // mtime with attr_timeout 0, and they are direct_io: every tool, `tail -f`
 // included, sees the file grow (NOTES.md §2).
 //
+// Without secrets a read is answered straight from the file (spliced, see
+// Reply::file); st_blksize invites large reads (tree.cpp).
+//
 // Secrets are masked byte for byte ('*' for each byte of a secret), so the
 // size and every offset stay true; each read masks a window widened by the
 // longest secret on both sides, so a secret split across reads, or across
@@ -35,6 +38,14 @@ class LogHandle : public Handle {
   Reply read(fuse_req_t, std::size_t size, off_t off) override {
     if (fd_ < 0 && open_err_) return Reply::error(open_err_);  // EMFILE: say so, never "empty"
     if (fd_ < 0) return Reply::data({});  // an empty slot has no log yet
+    if (secrets_.empty()) {
+      // Nothing to mask: the kernel moves the bytes (no copy in the daemon).
+      // Clamped to the size now, so libfuse never reads past the end.
+      struct stat st {};
+      if (::fstat(fd_, &st) != 0) return Reply::error(errno);
+      if (off >= st.st_size) return Reply::data({});
+      return Reply::file(fd_, off, std::min<std::size_t>(size, static_cast<std::size_t>(st.st_size - off)));
+    }
     const off_t lo = secrets_.empty() ? off : std::max<off_t>(0, off - static_cast<off_t>(reach_));
     const std::size_t before = static_cast<std::size_t>(off - lo);
     std::string buf(before + size + (secrets_.empty() ? 0 : reach_), '\0');

@@ -25,6 +25,7 @@ struct RawOptions {
   unsigned long keep_ended = 10000;
   unsigned long keep_ended_sec = 604800;  // a week
   unsigned long max_running = 2000;
+  unsigned long long log_max = sup::kDefaultLogMax;
   int allow_other = 0;
   int extra_args = 0;  // a second non-option argument
 };
@@ -43,6 +44,7 @@ const fuse_opt kSpec[] = {
     SBX_OPT("keep_ended=%lu", keep_ended),
     SBX_OPT("keep_ended_sec=%lu", keep_ended_sec),
     SBX_OPT("max_running=%lu", max_running),
+    SBX_OPT("log_max=%llu", log_max),
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -107,6 +109,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.keep_ended = raw.keep_ended;
   o.keep_ended_sec = raw.keep_ended_sec;
   o.max_running = raw.max_running;
+  o.log_max = raw.log_max;
   o.allow_other = raw.allow_other;
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
@@ -146,6 +149,8 @@ std::string usage(const char* prog) {
          "    -o keep_ended_sec=SEC  remove ended commands this long after they ended\n"
          "                           (default 604800, a week; 0: no age limit)\n"
          "    -o max_running=N       commands running at once; more: EAGAIN (default 2000; 0: no limit)\n"
+         "    -o log_max=BYTES       output kept per command; later output is counted, not\n"
+         "                           kept (default 2147483648; 0: no limit)\n"
          "    -o allow_other         let every user in; each sees and runs only their own\n"
          "\n"
          "unmount: fusermount3 -u MOUNTPOINT (running commands keep running)\n"

@@ -4,15 +4,18 @@
 //   sbxfs [options] [MOUNTPOINT]
 //   -f/--foreground, -d/--debug, --state-dir DIR, --secrets-file FILE,
 //   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES,
-//                 keep_ended=N, keep_ended_sec=SEC, max_running=N
+//                 keep_ended=N, keep_ended_sec=SEC, max_running=N,
+//                 log_max=BYTES
 //   -h/--help, -V/--version
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <fuse_lowlevel.h>
 
 #include "supervisor/error.hpp"
+#include "supervisor/log_limit.hpp"
 
 namespace fsd {
 
@@ -26,6 +29,7 @@ struct Options {
   std::size_t keep_ended = 10000;         ///< ended records kept; 0: no count limit
   unsigned long keep_ended_sec = 604800;  ///< ended records kept this long; 0: no age limit
   std::size_t max_running = 2000;         ///< commands running at once; 0: no limit
+  std::uint64_t log_max = sup::kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
   bool allow_other = false;
   bool foreground = false;
   bool debug = false;

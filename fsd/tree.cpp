@@ -35,6 +35,7 @@ constexpr FileSpec kRecordFiles[] = {
 };
 
 constexpr std::string_view kLogSuffix = ".log";
+constexpr blksize_t kLogBlockSize = 512 * 1024;  // st_blksize of the log views
 
 bool is_log(Kind k) {
   return k == Kind::log || k == Kind::stdout_log || k == Kind::stderr_log || k == Kind::logs_entry;
@@ -112,6 +113,10 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
   st.st_blksize = 4096;
   if (node.kind == Kind::readme) st.st_size = static_cast<off_t>(fs.readme().size());
   if (is_log(node.kind)) {
+    // Each read is a round trip to the daemon: invite big ones (cat, cp and
+    // friends size their buffer by st_blksize). 512 KiB + libfuse's header
+    // still fits an unprivileged splice pipe (pipe-max-size, 1 MiB).
+    st.st_blksize = kLogBlockSize;
     // The real size, so `tail -f` and friends see the file grow.
     struct stat backing {};
     const std::string path = log_path(node);

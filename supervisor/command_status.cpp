@@ -23,6 +23,10 @@ nlohmann::json CommandStatus::to_json() const {
     if (!end_note.empty()) j["endNote"] = end_note;
   }
   if (output_lost > 0) j["outputLost"] = output_lost;
+  if (state != "empty") {
+    j["truncated"] = truncated;
+    j["droppedBytes"] = dropped_bytes;
+  }
   j["cpu"] = cpu;
   if (!ready_condition.empty()) {
     j["ready"] = ready;

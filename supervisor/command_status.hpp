@@ -31,6 +31,8 @@ struct CommandStatus {
   bool timed_out = false;
   std::string end_note;       ///< endReason "unknown": what happened, in words
   std::uint64_t output_lost = 0;  ///< log bytes lost (the disk was full)
+  bool truncated = false;       ///< output past log_max was dropped
+  std::uint64_t dropped_bytes = 0;  ///< how much (so far, while running)
   double cpu = 0;             ///< recent %CPU of the whole tree (100 = one core)
   std::optional<Error> error; ///< state "error": why
   uid_t owner_uid = 0;        ///< who started it

@@ -50,6 +50,7 @@ Result<pid_t> launch_monitor(const MonitorLaunch& l) {
     args.push_back("--timeout-ms");
     args.push_back(ms(std::max(l.timeout_sec, 0.001)));
   }
+  if (l.log_max > 0) args.insert(args.end(), {"--log-max", std::to_string(l.log_max)});
   if (l.run_as) {
     args.insert(args.end(), {"--uid", std::to_string(l.run_as->uid), "--gid", std::to_string(l.run_as->gid)});
     std::string groups;

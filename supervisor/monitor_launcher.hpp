@@ -2,6 +2,7 @@
 // Runs sbxfs-monitor for one command and reads its one-line report.
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@ struct MonitorLaunch {
   std::string cwd;
   double timeout_sec = 0;                  ///< 0: none
   double grace_sec = 5;
+  std::uint64_t log_max = 0;               ///< output bytes kept; 0: no limit
   std::optional<Credentials> run_as;       ///< the command's uid/gid/groups
 };
 

@@ -120,7 +120,9 @@ struct Record {
   ExitInfo exit;
   UniqueFd pidfd;
   int log_wd = -1;   // inotify: the log grew
-  int dir_wd = -1;   // inotify: exit.json appeared
+  int dir_wd = -1;   // inotify: exit.json appeared, `dropped` was created
+  bool truncated = false;        // `dropped` exists: output past log_max
+  std::uint64_t dropped = 0;     // its size, once ended (while running: read live)
   std::optional<ReadyCondition> ready_cond;
   bool ready = false;
   std::string ready_at;
@@ -304,6 +306,10 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
     s.end_note = r.exit.end_note;
     s.output_lost = r.exit.output_lost;
   }
+  if (r.truncated) {
+    s.truncated = true;
+    s.dropped_bytes = r.ended ? r.dropped : dropped_bytes(dir).value_or(0);
+  }
   if (r.ready_cond) {
     s.ready_condition = r.ready_cond->describe();
     s.ready = r.ready;
@@ -409,11 +415,12 @@ void Supervisor::Impl::watch_running(Record& r) {
   // The end is known when exit.json is renamed into place, a little before
   // the monitor itself has exited (the pidfd below still catches a monitor
   // that dies without writing it).
-  int dwd = ::inotify_add_watch(inotify.get(), dir_of(id).c_str(), IN_MOVED_TO | IN_ONLYDIR);
+  int dwd = ::inotify_add_watch(inotify.get(), dir_of(id).c_str(), IN_MOVED_TO | IN_CREATE | IN_ONLYDIR);
   if (dwd >= 0) {
     r.dir_wd = dwd;
     dir_wd_ids[dwd] = id;
   }
+  if (dropped_bytes(dir_of(id))) r.truncated = true;  // created before the watch
   // Output written before the watch existed is announced too.
   struct stat st{};
   if (::stat(log.c_str(), &st) == 0 && st.st_size > 0) emit(Event::Kind::output, id);
@@ -466,6 +473,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
     finish_unknown(dir, &m, marks);
     text = read_file(dir + "/exit.json");
   }
+  const std::optional<std::uint64_t> dropped = dropped_bytes(dir);  // final: the monitor is done
   ExitInfo info;
   std::optional<Error> err;
   if (text.ok() && text.value()) {
@@ -496,6 +504,10 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
     }
     r.ended = true;
     r.exit = info;
+    if (dropped) {
+      r.truncated = true;
+      r.dropped = *dropped;
+    }
     if (err) r.error = err;
     --running;
     note_ended(r);
@@ -519,9 +531,10 @@ void Supervisor::Impl::on_inotify() {
       auto* ev = reinterpret_cast<inotify_event*>(p);
       if (auto it = wd_ids.find(ev->wd); it != wd_ids.end()) {
         grown.insert(it->second);
-      } else if (auto d = dir_wd_ids.find(ev->wd); d != dir_wd_ids.end() && (ev->mask & IN_MOVED_TO) &&
-                 ev->len > 0 && std::strcmp(ev->name, "exit.json") == 0) {
-        exited.insert(d->second);
+      } else if (auto d = dir_wd_ids.find(ev->wd); d != dir_wd_ids.end() && ev->len > 0) {
+        if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, "exit.json") == 0) exited.insert(d->second);
+        if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "dropped") == 0)
+          if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
       }
       p += sizeof(inotify_event) + ev->len;
     }
@@ -601,6 +614,10 @@ void Supervisor::Impl::load_record(const std::string& id) {
         }
       }
     }
+  }
+  if (auto d = dropped_bytes(dir)) {  // running: snapshot() reads it live
+    r.truncated = true;
+    r.dropped = *d;
   }
   if (r.spec) r.ready_cond = r.spec->ready;
   if (auto rt = read_file(dir + "/ready.json"); rt.ok() && rt.value()) {
@@ -823,6 +840,7 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   l.cwd = spec.cwd;
   l.timeout_sec = spec.timeout_sec.value_or(0);
   l.grace_sec = spec.stop_grace_sec;
+  l.log_max = I.opts.log_max;
   l.run_as = spec.run_as;
   auto launched = launch_monitor(l);
   if (!launched) {

@@ -18,6 +18,7 @@
 #include "supervisor/command_status.hpp"
 #include "supervisor/error.hpp"
 #include "supervisor/retention.hpp"
+#include "supervisor/log_limit.hpp"
 #include "supervisor/spec.hpp"
 
 namespace sup {
@@ -30,6 +31,7 @@ struct SupervisorOptions {
   RetentionPolicy retention;
   /// Commands running at once; a start past it is try_again. 0: no limit.
   std::size_t max_running = 2000;
+  std::uint64_t log_max = kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
 };
 
 /// sbxfs-monitor next to the running executable, else the build-time path.

@@ -1,6 +1,6 @@
 // sbxfs-monitor: the per-command monitor (conmon / s6-supervise pattern).
 //
-//   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N]
+//   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES]
 //                 [--uid N --gid N [--groups G,G,...]] -- ARGV0 ARGS...
 //
 // --uid/--gid/--groups: the command (not the monitor) runs with these
@@ -10,6 +10,8 @@
 // STATE/procs/.new-<id>, see supervisor/FORMAT.md). --timeout-ms: stop the
 // command (as a `term` request) N ms after exec; absent or 0 = no timeout.
 // --grace-ms: time between SIGTERM and SIGKILL on a stop (default 5000).
+// --log-max: output bytes kept in the log; later output is drained and
+// counted in `dropped` (relay.cpp). Absent or 0 = no limit.
 // The command gets the monitor's environment and working directory; ARGV0
 // is looked up in PATH unless it contains a '/' (execvp).
 //
@@ -22,7 +24,7 @@
 //
 // Files in RECORD_DIR (all opened relative to a directory fd, so renaming
 // the folder while the monitor runs is fine): ctl (FIFO), log, stdout,
-// stderr, monitor.json, exit.json. The loop is in monitor_loop.cpp.
+// stderr, monitor.json, exit.json, dropped. The loop is in monitor_loop.cpp.
 #include "monitor.hpp"
 
 #include <dirent.h>
@@ -50,7 +52,8 @@ using namespace sbxmon;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] [--uid N --gid N [--groups G,...]] -- ARGV0 ARGS...";
+    "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES] "
+    "[--uid N --gid N [--groups G,...]] -- ARGV0 ARGS...";
 
 int g_dirfd = -1;
 bool g_ctl_created = false;
@@ -129,6 +132,7 @@ struct Args {
   const char* dir = nullptr;
   uint64_t timeout_ms = 0;
   uint64_t grace_ms = 5000;
+  uint64_t log_max = 0;
   bool has_uid = false, has_gid = false;
   uid_t uid = 0;
   gid_t gid = 0;
@@ -161,6 +165,8 @@ bool parse_args(int argc, char** argv, Args* a) {
       if (!parse_u64(value.c_str(), &a->timeout_ms)) return false;
     } else if (opt == "--grace-ms") {
       if (!parse_u64(value.c_str(), &a->grace_ms)) return false;
+    } else if (opt == "--log-max") {
+      if (!parse_u64(value.c_str(), &a->log_max)) return false;
     } else if (opt == "--uid" || opt == "--gid") {
       uint64_t v = 0;
       if (!parse_u64(value.c_str(), &v) || v > 0xfffffffeu) return false;
@@ -231,8 +237,9 @@ struct itimerspec ms_to_its(uint64_t ms) {
   ::_exit(127);
 }
 
+// Readable too: the truncation marker looks at the last byte kept.
 int open_log(int dirfd, const char* name) {
-  int fd = ::openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  int fd = ::openat(dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) fail(errno, errmsg((std::string("cannot create ") + name).c_str(), errno));
   return fd;
 }
@@ -306,9 +313,11 @@ int main(int argc, char** argv) {
   g_ctl_created = true;
   m.ctlfd = ::openat(dirfd, "ctl", O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (m.ctlfd < 0) fail(errno, errmsg("cannot open ctl", errno));
-  m.logfd = open_log(dirfd, "log");
-  m.outfd = open_log(dirfd, "stdout");
-  m.errfd = open_log(dirfd, "stderr");
+  const int logfd = open_log(dirfd, "log");
+  m.out.name = "stdout";
+  m.out.file = open_log(dirfd, "stdout");
+  m.err.name = "stderr";
+  m.err.file = open_log(dirfd, "stderr");
   if (int e = reserve_file(dirfd, "exit.json.tmp", 1024))
     diag("cannot reserve space for exit.json: %s", ::strerror(e));
   m.kill_tfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -325,6 +334,12 @@ int main(int argc, char** argv) {
   if (::pipe2(outp, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0 ||
       ::pipe2(statp, O_CLOEXEC) != 0)
     fail(errno, errmsg("pipe", errno));
+  m.out.pipe = outp[0];
+  m.err.pipe = errp[0];
+  ::fcntl(m.out.pipe, F_SETFL, ::fcntl(m.out.pipe, F_GETFL) | O_NONBLOCK);
+  ::fcntl(m.err.pipe, F_SETFL, ::fcntl(m.err.pipe, F_GETFL) | O_NONBLOCK);
+  Relay relay(dirfd, logfd, args.log_max);
+  m.relay = &relay;
   std::string started_at = iso_now();
   pid_t root = ::fork();
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
@@ -354,10 +369,6 @@ int main(int argc, char** argv) {
     ::timerfd_settime(m.timeout_tfd, 0, &its, nullptr);
   }
   m.root = root;
-  m.out_pipe = outp[0];
-  m.err_pipe = errp[0];
-  ::fcntl(m.out_pipe, F_SETFL, ::fcntl(m.out_pipe, F_GETFL) | O_NONBLOCK);
-  ::fcntl(m.err_pipe, F_SETFL, ::fcntl(m.err_pipe, F_GETFL) | O_NONBLOCK);
 
   // 6. monitor.json, then "ok PID".
   pid_t self = ::getpid();
@@ -374,7 +385,6 @@ int main(int argc, char** argv) {
     abort_started(root, e, errmsg("cannot write monitor.json", e));
   report("ok " + std::to_string(root));
   ::dup2(devnull, 1);  // the launcher's read now sees EOF
-  ::close(devnull);
   if (::chdir("/") != 0) {
     // Only to not pin the command's cwd; harmless if it fails.
   }

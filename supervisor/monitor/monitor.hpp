@@ -59,6 +59,50 @@ long long read_oom_kill_count();
 // descendant is seen in it. Returns the number of descendants found.
 size_t signal_tree(pid_t group, bool group_usable, int sig, bool also_cont);
 
+// ---- relay.cpp --------------------------------------------------------------
+
+// One of the command's output streams.
+struct Stream {
+  const char* name = "";  // "stdout" / "stderr" (for diagnostics)
+  int pipe = -1;          // read end of the command's pipe (O_NONBLOCK); -1 at EOF
+  int file = -1;          // the stream's own file
+  bool grown = false;     // the pipe was grown (or refused to grow)
+  bool marked = false;    // the truncation marker is in `file`
+  int state = 0;          // errno of the last write to `file` (0: fine)
+};
+
+// Moves output from the streams' pipes into `log` and each stream's file
+// (see relay.cpp), keeping the first log_max bytes and counting the rest.
+class Relay {
+ public:
+  enum class Result { moved, empty, closed };
+
+  // logfd and each Stream's file: opened read-write (the truncation marker
+  // looks at the last byte kept). log_max: bytes kept, 0 = no limit.
+  Relay(int dirfd, int logfd, uint64_t log_max);
+  // One read of s.pipe, written out. Closes s.pipe at EOF.
+  Result pump(Stream& s);
+  // Reads until s.pipe is empty or at EOF (bounded).
+  void drain(Stream& s);
+  uint64_t dropped() const { return dropped_; }
+  // Bytes of output the log could not take (a write failed: disk full).
+  uint64_t log_lost() const { return log_lost_; }
+
+ private:
+  void grow(Stream& s);
+  void mark(int fd, int* state, const char* name);
+  void count_dropped(Stream& s, size_t n);
+  void note(int* state, const char* name, int err);
+
+  int dirfd_, logfd_;
+  uint64_t log_max_;
+  uint64_t kept_ = 0;     // bytes in log, the marker not counted
+  uint64_t dropped_ = 0;  // bytes past log_max, drained and not kept
+  int dropped_fd_ = -1;   // "dropped", created at the first dropped byte
+  int log_state_ = 0;     // errno of the last write to log
+  uint64_t log_lost_ = 0;
+};
+
 // ---- monitor_loop.cpp -------------------------------------------------------
 
 // Everything the event loop needs; set up by main.cpp.
@@ -66,11 +110,8 @@ struct Monitor {
   int dirfd = -1;        // the record folder
   int sigfd = -1;        // signalfd: SIGCHLD, SIGTERM, SIGINT, SIGHUP
   int ctlfd = -1;        // the ctl FIFO, opened read-write
-  int logfd = -1;        // "log"
-  int outfd = -1;        // "stdout"
-  int errfd = -1;        // "stderr"
-  int out_pipe = -1;     // read end of the command's stdout
-  int err_pipe = -1;     // read end of the command's stderr
+  Relay* relay = nullptr;
+  Stream out, err;       // the command's stdout and stderr
   int timeout_tfd = -1;  // timerfd, armed when a timeout was given
   int kill_tfd = -1;     // timerfd for the kill grace and the SIGKILL sweeps
   pid_t root = -1;       // the command (pid == pgid == sid)

@@ -1,7 +1,7 @@
 // sbxfs-monitor: the event loop (one thread, poll(), idle = blocked in poll).
 //
 // Sources: the signalfd (SIGCHLD, SIGTERM/SIGINT/SIGHUP), the command's
-// stdout and stderr pipes, the ctl FIFO, the timeout timerfd and the kill
+// stdout and stderr pipes (moved into the logs by relay.cpp), the ctl FIFO, the timeout timerfd and the kill
 // timerfd (grace, then repeated SIGKILL sweeps). The record ends when
 // waitpid(-1) reports ECHILD: the monitor is a subreaper, so that means the
 // command and every process it started are gone.
@@ -23,13 +23,10 @@ namespace sbxmon {
 
 namespace {
 
-constexpr size_t kChunk = 64 * 1024;
 constexpr size_t kMaxCtlLine = 4096;
 // SIGKILL sweeps: every 100 ms, then every second once this many went by
 // (a process stuck in uninterruptible sleep should not cost 10 scans/s forever).
 constexpr int kFastSweeps = 50;
-
-char g_buf[kChunk];
 
 class Loop {
  public:
@@ -37,11 +34,6 @@ class Loop {
   int run();
 
  private:
-  // Output relay.
-  void pump(int* pipe_fd, int stream_fd, const char* stream_name);
-  void drain(int* pipe_fd, int stream_fd, const char* stream_name);
-  void store(int fd, const char* name, int* state, const char* data, size_t len);
-
   // Requests.
   void read_ctl();
   void handle_ctl_line(std::string line);
@@ -67,49 +59,7 @@ class Loop {
   int sweeps_ = 0;
   std::string ctl_buf_;
   bool ctl_skip_ = false;  // dropping an overlong line up to its newline
-  int log_state_ = 0, out_state_ = 0, err_state_ = 0;  // last write errno
-  unsigned long long log_lost_ = 0;  // bytes the log could not take (disk full)
 };
-
-void Loop::store(int fd, const char* name, int* state, const char* data, size_t len) {
-  int e = write_all(fd, data, len);
-  if (e != 0 && fd == m_.logfd) log_lost_ += len;
-  if (e != 0 && *state == 0) diag("writing %s failed (%s); output is dropped", name, ::strerror(e));
-  if (e == 0 && *state != 0) diag("writing %s works again", name);
-  *state = e;
-}
-
-void Loop::pump(int* pipe_fd, int stream_fd, const char* stream_name) {
-  ssize_t n = ::read(*pipe_fd, g_buf, kChunk);
-  if (n > 0) {
-    size_t len = static_cast<size_t>(n);
-    store(m_.logfd, "log", &log_state_, g_buf, len);
-    store(stream_fd, stream_name, stream_fd == m_.outfd ? &out_state_ : &err_state_, g_buf, len);
-    return;
-  }
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  ::close(*pipe_fd);  // EOF (or an error that would repeat forever)
-  *pipe_fd = -1;
-}
-
-void Loop::drain(int* pipe_fd, int stream_fd, const char* stream_name) {
-  // Non-blocking reads until EAGAIN or EOF; bounded in case a process outside
-  // the tree holds the write end and keeps writing.
-  for (int i = 0; i < 1024 && *pipe_fd >= 0; ++i) {
-    ssize_t n = ::read(*pipe_fd, g_buf, kChunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
-    if (n > 0) {
-      size_t len = static_cast<size_t>(n);
-      store(m_.logfd, "log", &log_state_, g_buf, len);
-      store(stream_fd, stream_name, stream_fd == m_.outfd ? &out_state_ : &err_state_, g_buf,
-            len);
-      continue;
-    }
-    ::close(*pipe_fd);
-    *pipe_fd = -1;
-  }
-}
 
 void Loop::read_ctl() {
   char buf[1024];
@@ -243,8 +193,8 @@ bool Loop::reap() {
 }
 
 int Loop::finish() {
-  drain(&m_.out_pipe, m_.outfd, "stdout");
-  drain(&m_.err_pipe, m_.errfd, "stderr");
+  m_.relay->drain(m_.out);
+  m_.relay->drain(m_.err);
 
   int exit_code = -1;
   int sig = 0;
@@ -273,7 +223,7 @@ int Loop::finish() {
            "{\"exitCode\": %d, \"signal\": %s, \"endReason\": \"%s\", \"timedOut\": %s, "
            "\"finishedAt\": \"%s\", \"oom\": %s, \"outputLost\": %llu}\n",
            exit_code, sig_json.c_str(), reason, timed_out_ ? "true" : "false", finished.c_str(),
-           oom ? "true" : "false", log_lost_);
+           oom ? "true" : "false", static_cast<unsigned long long>(m_.relay->log_lost()));
   int rc = 0;
   if (int e = write_file_atomic(m_.dirfd, "exit.json", json)) {
     diag("cannot write exit.json: %s", ::strerror(e));
@@ -289,7 +239,7 @@ int Loop::run() {
   if (reap()) return finish();
   for (;;) {
     struct pollfd pfds[kCount];
-    int fds[kCount] = {m_.sigfd, m_.out_pipe, m_.err_pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd};
+    int fds[kCount] = {m_.sigfd, m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd};
     for (int i = 0; i < kCount; ++i) {
       pfds[i].fd = fds[i];  // negative: ignored by poll
       pfds[i].events = POLLIN;
@@ -303,8 +253,8 @@ int Loop::run() {
     }
     auto ready = [&](int i) { return pfds[i].fd >= 0 && pfds[i].revents != 0; };
     // Output first, so what was written before an exit is in the log first.
-    if (ready(kOut)) pump(&m_.out_pipe, m_.outfd, "stdout");
-    if (ready(kErr)) pump(&m_.err_pipe, m_.errfd, "stderr");
+    if (ready(kOut)) m_.relay->pump(m_.out);
+    if (ready(kErr)) m_.relay->pump(m_.err);
     if (ready(kCtl)) read_ctl();
     if (ready(kTimeout)) {
       uint64_t ticks;

@@ -317,6 +317,9 @@ class SupervisorTest : public ::testing::Test {
     EXPECT_TRUE(kill_marked(marker_entry())) << "processes of " << marker_ << " survived SIGKILL";
   }
 
+  /// SupervisorOptions::log_max of the next open_supervisor() / reopen().
+  std::uint64_t log_max_ = sup::kDefaultLogMax;
+
   std::string marker_entry() const { return std::string(kMarkerVar) + "=" + marker_; }
   std::vector<pid_t> marked() const { return pids_with_env(marker_entry()); }
 
@@ -328,6 +331,7 @@ class SupervisorTest : public ::testing::Test {
     sup::SupervisorOptions o;
     o.state_dir = state_dir();
     o.monitor_path = SBX_MONITOR_PATH;
+    o.log_max = log_max_;
     return sup::Supervisor::open(std::move(o));
   }
 
