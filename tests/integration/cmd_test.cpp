@@ -305,8 +305,10 @@ TEST_F(CmdTest, TimeoutSecEndsTheCommand) {
 
 TEST_F(CmdTest, StopGraceSecBoundsTheTermToKillDelay) {
   // The shell and its sleep ignore SIGTERM: only the SIGKILL after the grace ends them.
-  std::string id = start(R"({"cmd": "trap '' TERM; sleep 30", "stopGraceSec": 1})");
+  std::string id = start(R"({"cmd": "trap '' TERM; echo armed; sleep 30", "stopGraceSec": 1})");
   ASSERT_FALSE(id.empty());
+  // Until the trap is set, a TERM would end it at once.
+  ASSERT_TRUE(wait_until([&] { return log(id) == "armed\n"; }, 5s)) << log(id);
   auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_GE(r.seconds, 0.8) << "SIGKILL came before the grace";

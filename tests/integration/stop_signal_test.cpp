@@ -76,8 +76,10 @@ with open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/stop', 'w') as f:
 }
 
 TEST_F(StopSignalTest, InterruptedStopStillCompletes) {
-  std::string id = start(R"({"cmd": "trap '' TERM; sleep 30", "stopGraceSec": 1.5})");
+  std::string id = start(R"({"cmd": "trap '' TERM; echo armed; sleep 30", "stopGraceSec": 1.5})");
   ASSERT_FALSE(id.empty());
+  // Until the trap is set, a TERM would end it at once and nothing would block.
+  ASSERT_TRUE(wait_until([&] { return log(id) == "armed\n"; }, 5s)) << log(id);
   pid_t root = status_json(id)["pid"].get<pid_t>();
   auto r = run("timeout 0.3 sh -c 'echo > \"$MNT/procs/$ID/stop\"'", 10, {{"ID", id}});
   EXPECT_EQ(r.code, 124) << "the stop write should have been interrupted: " << r.err;
