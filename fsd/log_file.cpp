@@ -27,8 +27,8 @@ namespace {
 class LogHandle : public Handle {
  public:
   /// `open_err`: why the backing file could not be opened (0: none, or no log yet).
-  LogHandle(int fd, int open_err, std::vector<std::string> secrets)
-      : fd_(fd), open_err_(open_err), secrets_(std::move(secrets)) {
+  LogHandle(std::string path, int fd, int open_err, std::vector<std::string> secrets)
+      : path_(std::move(path)), fd_(fd), open_err_(open_err), secrets_(std::move(secrets)) {
     for (const auto& s : secrets_) reach_ = std::max(reach_, s.size() - 1);
   }
   ~LogHandle() override {
@@ -37,7 +37,10 @@ class LogHandle : public Handle {
 
   Reply read(fuse_req_t, std::size_t size, off_t off) override {
     if (fd_ < 0 && open_err_) return Reply::error(open_err_);  // EMFILE: say so, never "empty"
-    if (fd_ < 0) return Reply::data({});  // an empty slot has no log yet
+    // stdout and stderr appear at their stream's first byte; an empty slot
+    // has no log yet: a reader that came early (tail -f) finds them later.
+    if (fd_ < 0 && !path_.empty()) fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return Reply::data({});
     if (secrets_.empty()) {
       // Nothing to mask: the kernel moves the bytes (no copy in the daemon).
       // Clamped to the size now, so libfuse never reads past the end.
@@ -61,7 +64,8 @@ class LogHandle : public Handle {
   bool fstat(struct stat* st) override { return fd_ >= 0 && ::fstat(fd_, st) == 0; }
 
  private:
-  const int fd_;
+  const std::string path_;
+  int fd_;
   const int open_err_;
   const std::vector<std::string> secrets_;  // fixed at open
   std::size_t reach_ = 0;                   // longest secret - 1
@@ -81,7 +85,7 @@ std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node) {
   const std::string path = log_path(node);
   const int fd = path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   const int err = fd < 0 && !path.empty() && errno != ENOENT ? errno : 0;
-  return std::make_unique<LogHandle>(fd, err, fs.sup().secrets(node.record->bg_id));
+  return std::make_unique<LogHandle>(path, fd, err, fs.sup().secrets(node.record->bg_id));
 }
 
 }  // namespace fsd

@@ -3,18 +3,21 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <sstream>
-
-#include "supervisor/unique_fd.hpp"
 
 namespace sup {
 
 namespace {
+
+// Must match supervisor/monitor/server.cpp.
+constexpr char kJobMagic[] = "sbxfs-monitor-job 1";
 
 std::string ms(double sec) { return std::to_string(static_cast<long long>(std::llround(sec * 1000))); }
 
@@ -37,75 +40,7 @@ std::string read_report(int fd) {
   return line;
 }
 
-}  // namespace
-
-// posix_spawn rather than Boost.Process: Boost 1.74's bp::environment reads
-// past the end of shorter entries (AddressSanitizer: heap-buffer-overflow in
-// basic_environment_impl::find) and its limit_handles closes the report
-// pipe. posix_spawn is also the cheapest way to start a process from a big
-// multithreaded daemon (vfork semantics, no page-table copy).
-Result<pid_t> launch_monitor(const MonitorLaunch& l) {
-  std::vector<std::string> args = {l.monitor_path, "--dir", l.record_dir, "--grace-ms", ms(l.grace_sec)};
-  if (l.timeout_sec > 0) {
-    args.push_back("--timeout-ms");
-    args.push_back(ms(std::max(l.timeout_sec, 0.001)));
-  }
-  if (l.log_max > 0) args.insert(args.end(), {"--log-max", std::to_string(l.log_max)});
-  if (l.run_as) {
-    args.insert(args.end(), {"--uid", std::to_string(l.run_as->uid), "--gid", std::to_string(l.run_as->gid)});
-    std::string groups;
-    for (gid_t g : l.run_as->groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
-    if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
-  }
-  args.push_back("--");
-  args.insert(args.end(), l.argv.begin(), l.argv.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  std::vector<std::string> env_strings;
-  env_strings.reserve(l.env.size());
-  for (const auto& [k, v] : l.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return error_from_errno(errno, "pipe");
-  UniqueFd report_r(fds[0]), report_w(fds[1]);
-
-  // Every fd of ours is CLOEXEC, and the monitor closes all fds >= 3 as its
-  // first act anyway, so nothing of the daemon reaches the command.
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, report_w.get(), 1);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addchdir_np(&fa, l.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, l.monitor_path.c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    if (rc == E2BIG) return Error{Errc::too_big, "the arguments and environment are too large to run (E2BIG)"};
-    return error_from_errno(rc, "cannot run the monitor " + l.monitor_path);
-  }
-  report_w.reset();
-  std::string line = read_report(report_r.get());
-  // The first monitor process exits as soon as it has forked the real one.
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-
+Result<pid_t> parse_report(const std::string& line) {
   std::istringstream in(line);
   std::string word;
   in >> word;
@@ -124,6 +59,166 @@ Result<pid_t> launch_monitor(const MonitorLaunch& l) {
     return e;
   }
   return Error{Errc::io_error, "the monitor did not report a start (got '" + line + "')"};
+}
+
+// The job as server.cpp reads it: counted NUL-terminated strings.
+std::string encode_job(const MonitorLaunch& l) {
+  std::string job;
+  auto put = [&job](const std::string& s) {
+    job += s;
+    job += '\0';
+  };
+  auto args = monitor_args(l);
+  put(std::to_string(args.size()));
+  for (auto& a : args) put(a);
+  put(std::to_string(l.env.size()));
+  for (const auto& [k, v] : l.env) put(k + "=" + v);
+  put(l.cwd);
+  return job;
+}
+
+Status send_all(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return error_from_errno(errno, "send the job to the monitor");
+    off += static_cast<size_t>(n);
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+std::vector<std::string> monitor_args(const MonitorLaunch& l) {
+  std::vector<std::string> args = {"--dir", l.record_dir, "--grace-ms", ms(l.grace_sec)};
+  if (l.timeout_sec > 0) {
+    args.push_back("--timeout-ms");
+    args.push_back(ms(std::max(l.timeout_sec, 0.001)));
+  }
+  if (l.log_max > 0) args.insert(args.end(), {"--log-max", std::to_string(l.log_max)});
+  if (l.run_as) {
+    args.insert(args.end(), {"--uid", std::to_string(l.run_as->uid), "--gid", std::to_string(l.run_as->gid)});
+    std::string groups;
+    for (gid_t g : l.run_as->groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
+  }
+  args.push_back("--");
+  args.insert(args.end(), l.argv.begin(), l.argv.end());
+  return args;
+}
+
+MonitorLauncher::MonitorLauncher(std::string monitor_path) : monitor_path_(std::move(monitor_path)) {}
+
+MonitorLauncher::~MonitorLauncher() {
+  std::lock_guard g(mu_);
+  end_server();
+}
+
+void MonitorLauncher::prestart() {
+  std::lock_guard g(mu_);
+  if (!sock_) (void)start_server();
+}
+
+pid_t MonitorLauncher::server_pid() {
+  std::lock_guard g(mu_);
+  return pid_;
+}
+
+// posix_spawn rather than Boost.Process: Boost 1.74's bp::environment reads
+// past the end of shorter entries (AddressSanitizer: heap-buffer-overflow in
+// basic_environment_impl::find) and its limit_handles would close the
+// socket. posix_spawn is also the cheapest way to start a process from a big
+// multithreaded daemon (vfork semantics, no page-table copy).
+Status MonitorLauncher::start_server() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    return error_from_errno(errno, "socketpair for the monitor server");
+  UniqueFd ours(sv[0]), theirs(sv[1]);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, theirs.get(), 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::string arg0 = monitor_path_, arg1 = "--serve";
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  pid_t pid = 0;
+  // The daemon's own environment: the sanitizers' options reach the monitors.
+  int rc = ::posix_spawn(&pid, monitor_path_.c_str(), &fa, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return error_from_errno(rc, "cannot run the monitor " + monitor_path_);
+  sock_ = std::move(ours);
+  pid_ = pid;
+  return Ok{};
+}
+
+void MonitorLauncher::end_server() {
+  if (pid_ <= 0) return;
+  sock_.reset();  // EOF: the server returns from recvmsg and exits
+  while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+Status MonitorLauncher::send_job(int job_fd, int report_fd) {
+  std::lock_guard g(mu_);
+  for (int attempt = 0;; ++attempt) {
+    if (!sock_)
+      if (auto st = start_server(); !st) return st;
+    iovec iov{const_cast<char*>(kJobMagic), sizeof kJobMagic - 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 2)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * 2);
+    int fds[2] = {job_fd, report_fd};
+    std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+    ssize_t n;
+    do {
+      n = ::sendmsg(sock_.get(), &msg, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n >= 0) return Ok{};
+    int e = errno;
+    // The server died (killed, or out of memory): start another, once.
+    if ((e == EPIPE || e == ECONNRESET || e == ENOTCONN) && attempt == 0) {
+      end_server();
+      continue;
+    }
+    return error_from_errno(e, "send a job to the monitor server");
+  }
+}
+
+Result<pid_t> MonitorLauncher::launch(const MonitorLaunch& l) {
+  int js[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, js) != 0) return error_from_errno(errno, "socketpair");
+  UniqueFd job_w(js[0]), job_r(js[1]);
+  int rp[2];
+  if (::pipe2(rp, O_CLOEXEC) != 0) return error_from_errno(errno, "pipe");
+  UniqueFd report_r(rp[0]), report_w(rp[1]);
+
+  if (auto st = send_job(job_r.get(), report_w.get()); !st) return st.error();
+  // Only the monitor holds these now: its exit means EOF for us.
+  job_r.reset();
+  report_w.reset();
+  // A monitor that died before reading it shows as a report, not here.
+  (void)send_all(job_w.get(), encode_job(l));
+  job_w.reset();
+  return parse_report(read_report(report_r.get()));
 }
 
 }  // namespace sup

@@ -1,20 +1,23 @@
 #pragma once
-// Runs sbxfs-monitor for one command and reads its one-line report.
+// Starts sbxfs-monitor for each command, through the monitor's fork server
+// (`sbxfs-monitor --serve`, supervisor/monitor/server.cpp), and reads each
+// monitor's one-line report.
 #include <sys/types.h>
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "supervisor/error.hpp"
 #include "supervisor/spec.hpp"
+#include "supervisor/unique_fd.hpp"
 
 namespace sup {
 
 struct MonitorLaunch {
-  std::string monitor_path;
   std::string record_dir;                  ///< absolute; the monitor's --dir
   std::vector<std::string> argv;           ///< the command
   std::map<std::string, std::string> env;  ///< the command's whole environment
@@ -25,8 +28,38 @@ struct MonitorLaunch {
   std::optional<Credentials> run_as;       ///< the command's uid/gid/groups
 };
 
-/// Starts the monitor and returns the command's pid once it has exec'd;
-/// an exec failure comes back as an Error with the monitor's errno.
-Result<pid_t> launch_monitor(const MonitorLaunch& l);
+/// The monitor's command-line arguments for a launch (without argv[0]).
+std::vector<std::string> monitor_args(const MonitorLaunch& l);
+
+/// Owns the fork server: started on first use, started again if it died,
+/// ended (EOF on its socket) and reaped on destruction. Thread-safe.
+class MonitorLauncher {
+ public:
+  explicit MonitorLauncher(std::string monitor_path);
+  ~MonitorLauncher();
+  MonitorLauncher(const MonitorLauncher&) = delete;
+  MonitorLauncher& operator=(const MonitorLauncher&) = delete;
+
+  /// Starts the monitor and returns the command's pid once it has exec'd;
+  /// an exec failure comes back as an Error with the monitor's errno.
+  Result<pid_t> launch(const MonitorLaunch& l);
+
+  /// Starts the server now rather than at the first launch (errors are
+  /// left for launch() to report).
+  void prestart();
+
+  /// The server's pid, -1 when none runs (for tests).
+  pid_t server_pid();
+
+ private:
+  Status start_server();  // needs mu_
+  void end_server();      // needs mu_
+  Status send_job(int job_fd, int report_fd);
+
+  std::string monitor_path_;
+  std::mutex mu_;
+  UniqueFd sock_;  // guarded by mu_
+  pid_t pid_ = -1; // guarded by mu_
+};
 
 }  // namespace sup

@@ -173,6 +173,7 @@ struct Supervisor::Impl {
 
   std::map<std::string, std::shared_ptr<ReadinessProbe>> probes;  // loop thread only
 
+  std::unique_ptr<MonitorLauncher> launcher;
   std::unique_ptr<EventLoop> loop;  // last: destroyed first, so no callback outlives the rest
 
   std::string dir_of(const std::string& id) const { return procs_dir + "/" + id; }
@@ -730,6 +731,8 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
   if (auto st = impl->load(); !st) return st.error();
   impl->prune();  // the limits may be lower than last time, or records aged meanwhile
+  impl->launcher = std::make_unique<MonitorLauncher>(impl->opts.monitor_path);
+  impl->launcher->prestart();
   return std::unique_ptr<Supervisor>(new Supervisor(std::move(impl)));
 }
 
@@ -833,7 +836,6 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   }
   env["SBX_BGID"] = id;
   MonitorLaunch l;
-  l.monitor_path = I.opts.monitor_path;
   l.record_dir = tmp_dir;
   l.argv = argv;
   l.env = std::move(env);
@@ -842,7 +844,7 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   l.grace_sec = spec.stop_grace_sec;
   l.log_max = I.opts.log_max;
   l.run_as = spec.run_as;
-  auto launched = launch_monitor(l);
+  auto launched = I.launcher->launch(l);
   if (!launched) {
     if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
     remove_tree(tmp_dir);

@@ -18,9 +18,15 @@
 // Report protocol, on the monitor's stdout (one line, then EOF):
 //   ok PID\n              the command was exec'd, monitor.json is written
 //   err ERRNO MESSAGE\n   nothing runs; the monitor exits with status 1
-// The process the launcher started exits 0 at once after forking the
-// detached monitor; the launcher reads stdout until EOF to get the line.
+// Run this way, the process started exits 0 at once after forking the
+// detached monitor; the caller reads stdout until EOF to get the line.
 // Diagnostics go to stderr.
+//
+//   sbxfs-monitor --serve
+//
+// The fork server the supervisor starts once (server.cpp): it forks a
+// monitor for each job sent on its stdin socket, so a start costs no exec
+// of the monitor and no detaching fork. A job carries the same arguments.
 //
 // Files in RECORD_DIR (all opened relative to a directory fd, so renaming
 // the folder while the monitor runs is fine): ctl (FIFO), log, stdout,
@@ -258,9 +264,7 @@ int open_log(int dirfd, const char* name) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  ensure_std_fds();
-
+int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   Args args;
   if (!parse_args(argc, argv, &args)) {
     report(std::string("err ") + std::to_string(EINVAL) + " " + kUsage);
@@ -294,10 +298,13 @@ int main(int argc, char** argv) {
   m.grace_ms = args.grace_ms;
   m.oom_at_start = read_oom_kill_count();
 
-  // 2. Detach: the launcher waits for this process, the monitor lives on.
-  pid_t p = ::fork();
-  if (p < 0) fail(errno, errmsg("cannot fork the monitor", errno));
-  if (p > 0) ::_exit(0);
+  // 2. Detach: the caller waits for this process, the monitor lives on.
+  // (Forked by the server, we are already a child nobody waits for.)
+  if (detach) {
+    pid_t p = ::fork();
+    if (p < 0) fail(errno, errmsg("cannot fork the monitor", errno));
+    if (p > 0) ::_exit(0);
+  }
   ::setsid();
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
     fail(errno, errmsg("cannot become a subreaper", errno));
@@ -314,12 +321,8 @@ int main(int argc, char** argv) {
   m.ctlfd = ::openat(dirfd, "ctl", O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (m.ctlfd < 0) fail(errno, errmsg("cannot open ctl", errno));
   const int logfd = open_log(dirfd, "log");
-  m.out.name = "stdout";
-  m.out.file = open_log(dirfd, "stdout");
+  m.out.name = "stdout";  // both created at their first byte (relay.cpp)
   m.err.name = "stderr";
-  m.err.file = open_log(dirfd, "stderr");
-  if (int e = reserve_file(dirfd, "exit.json.tmp", 1024))
-    diag("cannot reserve space for exit.json: %s", ::strerror(e));
   m.kill_tfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (m.kill_tfd < 0) fail(errno, errmsg("timerfd_create", errno));
   if (args.timeout_ms > 0) {
@@ -385,9 +388,19 @@ int main(int argc, char** argv) {
     abort_started(root, e, errmsg("cannot write monitor.json", e));
   report("ok " + std::to_string(root));
   ::dup2(devnull, 1);  // the launcher's read now sees EOF
+  // After the report: a file created is 15-200 us on ext4 (bench/RESULTS.md),
+  // and only exit.json, long after, needs this space.
+  if (int e = reserve_file(dirfd, "exit.json.tmp", 1024))
+    diag("cannot reserve space for exit.json: %s", ::strerror(e));
   if (::chdir("/") != 0) {
     // Only to not pin the command's cwd; harmless if it fails.
   }
 
   return run_loop(m);
+}
+
+int main(int argc, char** argv) {
+  ensure_std_fds();
+  if (argc == 2 && ::strcmp(argv[1], "--serve") == 0) return serve();
+  return run_monitor(argc, argv, true);
 }

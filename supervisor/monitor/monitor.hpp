@@ -16,7 +16,7 @@ namespace sbxmon {
 // Writes all of buf (retries short writes and EINTR). Returns 0 or an errno.
 int write_all(int fd, const void* buf, size_t len);
 
-// Writes NAME.tmp, fsyncs it, renames it over NAME and fsyncs the folder.
+// Writes NAME.tmp and renames it over NAME (no fsync: see util.cpp).
 // Returns 0 or an errno.
 int write_file_atomic(int dirfd, const char* name, const std::string& content);
 
@@ -65,7 +65,7 @@ size_t signal_tree(pid_t group, bool group_usable, int sig, bool also_cont);
 struct Stream {
   const char* name = "";  // "stdout" / "stderr" (for diagnostics)
   int pipe = -1;          // read end of the command's pipe (O_NONBLOCK); -1 at EOF
-  int file = -1;          // the stream's own file
+  int file = -1;          // the stream's own file; -1 until its first byte
   bool grown = false;     // the pipe was grown (or refused to grow)
   bool marked = false;    // the truncation marker is in `file`
   int state = 0;          // errno of the last write to `file` (0: fine)
@@ -89,6 +89,7 @@ class Relay {
   uint64_t log_lost() const { return log_lost_; }
 
  private:
+  bool open_stream_file(Stream& s);  // creates s.file at the stream's first byte
   void grow(Stream& s);
   void mark(int fd, int* state, const char* name);
   void count_dropped(Stream& s, size_t n);
@@ -122,5 +123,15 @@ struct Monitor {
 // Runs until the whole tree has ended, writes exit.json, removes ctl.
 // Returns the monitor's exit status.
 int run_loop(Monitor& m);
+
+// ---- main.cpp / server.cpp ---------------------------------------------------
+
+// Starts the command described by a monitor command line (argv[0] is
+// ignored) and supervises it; returns the exit status. detach: fork first
+// and let the caller's process exit (the plain command-line form).
+int run_monitor(int argc, char** argv, bool detach);
+
+// `sbxfs-monitor --serve`: forks a monitor per job read from fd 0.
+int serve();
 
 }  // namespace sbxmon

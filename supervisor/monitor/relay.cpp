@@ -8,6 +8,10 @@
 // and a pipe grown to 1 MiB once it is found full took the most off
 // (0.51-0.57 s): fewer wake-ups of the monitor and of the writer.
 //
+// `stdout` and `stderr` are created at their stream's first byte: most
+// commands write to one stream or none, and on ext4 every file created at
+// start cost 15-200 us (bench/RESULTS.md). `log` always exists.
+//
 // The log keeps the first log_max bytes of output; past that, stdout and
 // stderr are still drained (the command never blocks on a full pipe) and
 // counted, not kept: `dropped` is created and its size (a sparse file, no
@@ -66,9 +70,16 @@ void Relay::mark(int fd, int* state, const char* name) {
   if (len > 0) note(state, name, write_all(fd, line, static_cast<size_t>(len)));
 }
 
+bool Relay::open_stream_file(Stream& s) {
+  if (s.file >= 0) return true;
+  s.file = ::openat(dirfd_, s.name, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (s.file < 0) note(&s.state, s.name, errno);  // tried again at the next chunk
+  return s.file >= 0;
+}
+
 void Relay::count_dropped(Stream& s, size_t n) {
   if (dropped_ == 0) mark(logfd_, &log_state_, "log");
-  if (!s.marked) {
+  if (!s.marked && open_stream_file(s)) {
     mark(s.file, &s.state, s.name);
     s.marked = true;
   }
@@ -99,7 +110,7 @@ Relay::Result Relay::pump(Stream& s) {
     const int err = write_all(logfd_, g_buf, keep);
     if (err != 0) log_lost_ += keep;  // outputLost: the disk was full
     note(&log_state_, "log", err);
-    note(&s.state, s.name, write_all(s.file, g_buf, keep));
+    if (open_stream_file(s)) note(&s.state, s.name, write_all(s.file, g_buf, keep));
     kept_ += keep;
   }
   if (keep < len) count_dropped(s, len - keep);

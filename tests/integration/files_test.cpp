@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "sbxfs_fixture.hpp"
@@ -20,6 +21,26 @@ TEST_F(FilesTest, LogStdoutStderrSeparation) {
   EXPECT_EQ(file("procs/" + id + "/stdout"), "out1\nout2\n");
   EXPECT_EQ(file("procs/" + id + "/stderr"), "err1\nerr2\n");
   EXPECT_EQ(log(id), "out1\nerr1\nout2\nerr2\n");
+}
+
+// stdout and stderr exist in the state directory from their stream's first
+// byte on; a reader that opened them before (tail -f) still sees the bytes.
+TEST_F(FilesTest, AStreamOpenedBeforeItsFirstByteSeesItsOutput) {
+  std::string id = start("while [ ! -e '" + dir_ + "/go' ]; do sleep 0.02; done; echo late >&2");
+  ASSERT_FALSE(id.empty());
+  const int fd = ::open(p("procs/" + id + "/stderr").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  char buf[64];
+  EXPECT_EQ(::read(fd, buf, sizeof buf), 0);
+  EXPECT_FALSE(::access((state_ + "/procs/" + id + "/stderr").c_str(), F_OK) == 0) << "created before its first byte";
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  wait_ended(id);
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  ::close(fd);
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "late\n");
+  EXPECT_EQ(file("procs/" + id + "/stdout"), "");
+  auto tail = run("timeout 5 tail -c +1 \"$MNT/procs/$ID/stderr\"", 10, {{"ID", id}});
+  EXPECT_EQ(tail.out, "late\n");
 }
 
 TEST_F(FilesTest, LogsDirHoldsTheSameBytes) {

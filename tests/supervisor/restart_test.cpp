@@ -206,10 +206,11 @@ TEST_F(RecoveryTest, ZombieMonitorCountsAsGone) {
   ASSERT_TRUE(mj);
   const pid_t mon = (*mj)["monitorPid"].get<pid_t>();
   const pid_t pid = (*mj)["pid"].get<pid_t>();
+  // The monitor server's child until the server ends with the supervisor.
+  sup_.reset();
   auto f = proc_stat_fields(mon);
   ASSERT_GE(f.size(), 2u);
   if (std::stol(f[1]) != ::getpid()) GTEST_SKIP() << "the monitor was not re-parented to the test process";
-  sup_.reset();
 
   ASSERT_EQ(::kill(mon, SIGKILL), 0);
   ASSERT_TRUE(wait_until([&] { auto g = proc_stat_fields(mon); return !g.empty() && g[0] == "Z"; }, 5000ms));

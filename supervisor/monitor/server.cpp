@@ -1,0 +1,172 @@
+// sbxfs-monitor --serve: the fork server that starts monitors.
+//
+// A start used to exec a fresh sbxfs-monitor, which then forked again to
+// detach: two process creations and an exec before the command's own fork.
+// The server is started once per supervisor and forks a ready monitor per
+// job instead (bench/RESULTS.md has the figures).
+//
+// Protocol (the supervisor side is supervisor/monitor_launcher.cpp):
+// fd 0 is a SOCK_SEQPACKET socket. Each job is one message whose payload is
+// kJobMagic and which carries two descriptors (SCM_RIGHTS): a stream socket
+// the job is read from, and the report pipe that becomes the monitor's
+// stdout. The job is a sequence of NUL-terminated strings:
+//   ARGC, ARGC monitor arguments (as on the command line, without argv[0]),
+//   ENVC, ENVC "KEY=VALUE" entries (the command's environment), CWD.
+// The forked monitor reads it, so a big job never stalls the server.
+// EOF on fd 0 (the supervisor is gone) ends the server; the monitors it
+// forked live on, each in its own session, reaped by the kernel while the
+// server runs (SA_NOCLDWAIT) and by init or a subreaper afterwards.
+#include "monitor.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+namespace sbxmon {
+
+namespace {
+
+constexpr char kJobMagic[] = "sbxfs-monitor-job 1";
+
+void report_error(int fd, int err, const char* what) {
+  char line[256];
+  int n = snprintf(line, sizeof line, "err %d %s: %s\n", err, what, ::strerror(err));
+  if (n > 0) (void)write_all(fd, line, static_cast<size_t>(n) < sizeof line ? static_cast<size_t>(n) : sizeof line - 1);
+}
+
+// Splits the job into its strings; false when it is not well-formed.
+bool parse_job(std::string& job, std::vector<char*>* args, std::vector<char*>* env, const char** cwd) {
+  std::vector<char*> parts;
+  size_t pos = 0;
+  while (pos < job.size()) {
+    size_t end = job.find('\0', pos);
+    if (end == std::string::npos) return false;
+    parts.push_back(job.data() + pos);
+    pos = end + 1;
+  }
+  size_t i = 0;
+  auto count = [&](size_t* n) {
+    uint64_t v = 0;
+    if (i >= parts.size() || !parse_u64(parts[i++], &v) || v > parts.size()) return false;
+    *n = static_cast<size_t>(v);
+    return true;
+  };
+  size_t argc = 0, envc = 0;
+  if (!count(&argc) || i + argc > parts.size()) return false;
+  args->assign(parts.begin() + static_cast<long>(i), parts.begin() + static_cast<long>(i + argc));
+  i += argc;
+  if (!count(&envc) || i + envc + 1 != parts.size()) return false;
+  env->assign(parts.begin() + static_cast<long>(i), parts.begin() + static_cast<long>(i + envc));
+  *cwd = parts[i + envc];
+  return true;
+}
+
+// In the forked child: becomes the monitor of one job.
+[[noreturn]] void run_job(int job_fd, int report_fd) {
+  // stdout is the report pipe; stdin no longer the server's socket.
+  if (::dup2(report_fd, 1) < 0) ::_exit(1);
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull < 0 || ::dup2(devnull, 0) < 0) {
+    report_error(1, errno, "cannot open /dev/null");
+    ::_exit(1);
+  }
+  std::string job;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(job_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      report_error(1, errno, "cannot read the job");
+      ::_exit(1);
+    }
+    if (n == 0) break;
+    job.append(buf, static_cast<size_t>(n));
+  }
+  std::vector<char*> args, env;
+  const char* cwd = nullptr;
+  if (!parse_job(job, &args, &env, &cwd)) {
+    report_error(1, EINVAL, "malformed job");
+    ::_exit(1);
+  }
+  if (::chdir(cwd) != 0) {
+    int e = errno;
+    std::string what = std::string("cannot change to '") + cwd + "'";
+    report_error(1, e, what.c_str());
+    ::_exit(1);
+  }
+  env.push_back(nullptr);
+  environ = env.data();  // the command's environment: execvp looks up PATH in it
+  args.insert(args.begin(), const_cast<char*>("sbxfs-monitor"));
+  args.push_back(nullptr);
+  ::_exit(run_monitor(static_cast<int>(args.size() - 1), args.data(), false));
+}
+
+}  // namespace
+
+int serve() {
+  // Only the socket and stdout/stderr: nothing of the supervisor's (its
+  // /dev/fuse above all) may be held open by a process that outlives it.
+#ifdef SYS_close_range
+  ::syscall(SYS_close_range, 3U, ~0U, 0U);
+#endif
+  ::setsid();  // a Ctrl-C meant for a foreground daemon is not for us
+  if (::chdir("/") != 0) {
+    // Not pinning the daemon's cwd is all this is for.
+  }
+  struct sigaction sa;
+  ::memset(&sa, 0, sizeof sa);
+  ::sigemptyset(&sa.sa_mask);
+  sa.sa_handler = SIG_IGN;
+  sa.sa_flags = SA_NOCLDWAIT;  // monitors that end are reaped by the kernel
+  ::sigaction(SIGCHLD, &sa, nullptr);
+  sa.sa_flags = 0;
+  ::sigaction(SIGPIPE, &sa, nullptr);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  for (;;) {
+    char payload[64];
+    iovec iov{payload, sizeof payload};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n = ::recvmsg(0, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0 ? 0 : 1;  // the supervisor is gone
+    std::vector<int> fds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t j = 0; j < k; ++j) {
+        int fd;
+        ::memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof fd);
+        fds.push_back(fd);
+      }
+    }
+    bool ok = fds.size() == 2 && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+              static_cast<size_t>(n) == sizeof kJobMagic - 1 && ::memcmp(payload, kJobMagic, sizeof kJobMagic - 1) == 0;
+    if (ok) {
+      pid_t pid = ::fork();
+      if (pid == 0) run_job(fds[0], fds[1]);
+      if (pid < 0) report_error(fds[1], errno, "cannot fork the monitor");
+    } else {
+      diag("ignored a malformed job message");
+    }
+    for (int fd : fds) ::close(fd);
+  }
+}
+
+}  // namespace sbxmon

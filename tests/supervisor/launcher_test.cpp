@@ -1,0 +1,172 @@
+// The monitor fork server (supervisor/monitor_launcher.*, monitor/server.cpp)
+// and the monitor's own command-line form.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
+#include "supervisor/monitor_launcher.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using namespace sbxtest;
+
+class LauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override { marker_ = "SBX_TEST_MARKER=sbxut-" + std::to_string(::getpid()) + "-launcher"; }
+  void TearDown() override { EXPECT_TRUE(kill_marked(marker_)); }
+
+  // A fresh record folder and a launch of `argv` into it.
+  sup::MonitorLaunch job(const std::string& name, std::vector<std::string> argv) {
+    const std::string dir = tmp_ / name;
+    fs::create_directories(dir);
+    sup::MonitorLaunch l;
+    l.record_dir = dir;
+    l.argv = std::move(argv);
+    l.cwd = tmp_.path();
+    l.env = {{"PATH", "/usr/bin:/bin"}, {"SBX_TEST_MARKER", marker_.substr(marker_.find('=') + 1)}};
+    return l;
+  }
+  // exit.json of a finished launch (waits for it).
+  std::optional<nlohmann::json> exit_of(const std::string& name) {
+    const std::string path = tmp_ / name + "/exit.json";
+    if (!wait_until([&] { return file_exists(path); }, 10000ms)) return std::nullopt;
+    return read_json(path);
+  }
+
+  TempDir tmp_{"sbx-launch"};
+  std::string marker_;
+};
+
+TEST_F(LauncherTest, RunsTheCommandWithItsEnvironmentAndCwd) {
+  sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+  auto l = job("a", {"/bin/sh", "-c", "echo \"$GREETING\" \"$(pwd)\""});
+  l.env["GREETING"] = "hello";
+  auto pid = launcher.launch(l);
+  SBX_ASSERT_OK(pid);
+  EXPECT_GT(pid.value(), 0);
+  auto ex = exit_of("a");
+  ASSERT_TRUE(ex);
+  EXPECT_EQ((*ex)["exitCode"], 0) << ex->dump();
+  EXPECT_EQ(read_file(tmp_ / "a/log"), "hello " + tmp_.path() + "\n");
+  EXPECT_EQ(read_file(tmp_ / "a/stdout"), "hello " + tmp_.path() + "\n");
+  // No byte on stderr: no file (created at a stream's first byte).
+  EXPECT_FALSE(file_exists(tmp_ / "a/stderr"));
+  // ctl stays after the end, with no reader.
+  EXPECT_TRUE(file_exists(tmp_ / "a/ctl"));
+  EXPECT_EQ(::open((tmp_ / "a/ctl").c_str(), O_WRONLY | O_NONBLOCK), -1);
+  EXPECT_EQ(errno, ENXIO);
+}
+
+TEST_F(LauncherTest, ExecFailureAndBadCwdAreErrors) {
+  sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+  auto r = launcher.launch(job("b", {"/nonexistent/program"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, sup::Errc::not_found) << describe(r.error());
+  EXPECT_NE(r.error().message.find("/nonexistent/program"), std::string::npos) << r.error().message;
+
+  auto l = job("c", {"/bin/true"});
+  l.cwd = tmp_ / "gone";
+  r = launcher.launch(l);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, sup::Errc::not_found) << describe(r.error());
+  EXPECT_NE(r.error().message.find("gone"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(file_exists(tmp_ / "c/monitor.json"));
+}
+
+TEST_F(LauncherTest, AJobLargerThanASocketBufferArrivesWhole) {
+  sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+  // 16 x 64 KiB = 1 MiB: past any socket or pipe buffer (one exec string
+  // may hold at most 128 KiB).
+  std::string sum;
+  auto l = job("big", {});
+  for (int i = 0; i < 16; ++i) {
+    l.env["BIG" + std::to_string(i)] = std::string(64 * 1024, static_cast<char>('a' + i));
+    sum += "$BIG" + std::to_string(i);
+  }
+  l.argv = {"/bin/sh", "-c", "printf %s \"" + sum + "\" | wc -c"};
+  auto pid = launcher.launch(l);
+  SBX_ASSERT_OK(pid);
+  auto ex = exit_of("big");
+  ASSERT_TRUE(ex);
+  EXPECT_EQ((*ex)["exitCode"], 0);
+  EXPECT_EQ(read_file(tmp_ / "big/stdout"), std::to_string(16 * 64 * 1024) + "\n");
+}
+
+TEST_F(LauncherTest, AKilledServerIsReplacedAndItsMonitorsLiveOn) {
+  sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+  launcher.prestart();
+  const pid_t server = launcher.server_pid();
+  ASSERT_GT(server, 0);
+  auto first = launcher.launch(job("x", {"/bin/sleep", "60"}));
+  SBX_ASSERT_OK(first);
+
+  ASSERT_EQ(::kill(server, SIGKILL), 0);
+  ASSERT_TRUE(wait_until([&] { auto f = proc_stat_fields(server); return f.empty() || f[0] == "Z"; }, 5000ms));
+  auto second = launcher.launch(job("y", {"/bin/echo", "second"}));
+  SBX_ASSERT_OK(second);
+  EXPECT_NE(launcher.server_pid(), server);
+  auto ex = exit_of("y");
+  ASSERT_TRUE(ex);
+  EXPECT_EQ(read_file(tmp_ / "y/log"), "second\n");
+
+  // The first command's monitor outlived its server: stop it through ctl.
+  ASSERT_TRUE(process_alive(first.value()));
+  const int ctl = ::open((tmp_ / "x/ctl").c_str(), O_WRONLY | O_NONBLOCK);  // never blocks
+  ASSERT_GE(ctl, 0) << std::strerror(errno);
+  EXPECT_EQ(::write(ctl, "term\n", 5), 5);
+  ::close(ctl);
+  auto ex1 = exit_of("x");
+  ASSERT_TRUE(ex1);
+  EXPECT_EQ((*ex1)["endReason"], "stopped") << ex1->dump();
+}
+
+TEST_F(LauncherTest, TheServerEndsWithItsLauncher) {
+  pid_t server = -1;
+  {
+    sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+    launcher.prestart();
+    server = launcher.server_pid();
+    ASSERT_GT(server, 0);
+  }
+  // Reaped by the destructor: the pid no longer names that server.
+  auto f = proc_stat_fields(server);
+  EXPECT_TRUE(f.empty() || proc_cmdline(server).find("--serve") == std::string::npos) << proc_cmdline(server);
+}
+
+// `sbxfs-monitor --dir DIR -- ARGV` run by hand: reports, detaches, records.
+TEST_F(LauncherTest, TheCommandLineFormStillWorks) {
+  const std::string dir = tmp_ / "cli";
+  fs::create_directories(dir);
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_addclose(&fa, out[0]);
+  std::string env0 = marker_;
+  std::vector<std::string> args = {SBX_MONITOR_PATH, "--dir", dir, "--", "/bin/echo", "by hand"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char* envp[] = {env0.data(), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(::posix_spawn(&pid, SBX_MONITOR_PATH, &fa, nullptr, argv.data(), envp), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out[1]);
+  std::string report;
+  char buf[256];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(report.rfind("ok ", 0), 0u) << report;
+  auto ex = exit_of("cli");
+  ASSERT_TRUE(ex);
+  EXPECT_EQ(read_file(dir + "/log"), "by hand\n");
+}
+
+}  // namespace
