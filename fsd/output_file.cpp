@@ -26,14 +26,15 @@ struct Stream {
   std::uint64_t size = 0;  ///< the whole file's size
 };
 
-/// The last `cap` bytes of `path` (an empty stream when it cannot be read).
-Stream read_end(const std::string& path, std::size_t cap) {
+/// read_end() once; `ino`: the inode read (0: none).
+Stream read_end_once(const std::string& path, std::size_t cap, ino_t* ino) {
   Stream s;
   if (path.empty()) return s;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return s;
   struct stat st {};
   if (::fstat(fd, &st) == 0) {
+    *ino = st.st_ino;
     s.size = static_cast<std::uint64_t>(st.st_size);
     const off_t from = s.size > cap ? static_cast<off_t>(s.size - cap) : 0;
     s.truncated = from > 0;
@@ -54,6 +55,21 @@ Stream read_end(const std::string& path, std::size_t cap) {
     }
   }
   ::close(fd);
+  return s;
+}
+
+/// The last `cap` bytes of `path` (an empty stream when it cannot be read).
+Stream read_end(const std::string& path, std::size_t cap) {
+  Stream s;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ino_t ino = 0;
+    s = read_end_once(path, cap, &ino);
+    // A stream that began as a second name of the log gets a file of its
+    // own when the other stream writes (relay.cpp): bytes read from the old
+    // name may be the other stream's, so read the new one (once per record).
+    struct stat now {};
+    if (ino == 0 || ::stat(path.c_str(), &now) != 0 || now.st_ino == ino) break;
+  }
   return s;
 }
 

@@ -341,7 +341,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   m.err.pipe = errp[0];
   ::fcntl(m.out.pipe, F_SETFL, ::fcntl(m.out.pipe, F_GETFL) | O_NONBLOCK);
   ::fcntl(m.err.pipe, F_SETFL, ::fcntl(m.err.pipe, F_GETFL) | O_NONBLOCK);
-  Relay relay(dirfd, logfd, args.log_max);
+  Relay relay(dirfd, logfd, args.log_max, m.out, m.err);
   m.relay = &relay;
   std::string started_at = iso_now();
   pid_t root = ::fork();

@@ -65,7 +65,9 @@ size_t signal_tree(pid_t group, bool group_usable, int sig, bool also_cont);
 struct Stream {
   const char* name = "";  // "stdout" / "stderr" (for diagnostics)
   int pipe = -1;          // read end of the command's pipe (O_NONBLOCK); -1 at EOF
-  int file = -1;          // the stream's own file; -1 until its first byte
+  int file = -1;          // the stream's file; -1 until its first byte
+  bool seen = false;      // a byte was read from the pipe
+  bool linked = false;    // the file is a second name of `log` (file == the log's fd)
   bool grown = false;     // the pipe was grown (or refused to grow)
   bool marked = false;    // the truncation marker is in `file`
   int state = 0;          // errno of the last write to `file` (0: fine)
@@ -79,7 +81,7 @@ class Relay {
 
   // logfd and each Stream's file: opened read-write (the truncation marker
   // looks at the last byte kept). log_max: bytes kept, 0 = no limit.
-  Relay(int dirfd, int logfd, uint64_t log_max);
+  Relay(int dirfd, int logfd, uint64_t log_max, Stream& out, Stream& err);
   // One read of s.pipe, written out. Closes s.pipe at EOF.
   Result pump(Stream& s);
   // Reads until s.pipe is empty or at EOF (bounded).
@@ -90,6 +92,7 @@ class Relay {
 
  private:
   bool open_stream_file(Stream& s);  // creates s.file at the stream's first byte
+  void unlink_stream(Stream& s);     // a linked stream gets a file of its own
   void grow(Stream& s);
   void mark(int fd, int* state, const char* name);
   void count_dropped(Stream& s, size_t n);
@@ -97,6 +100,7 @@ class Relay {
 
   int dirfd_, logfd_;
   uint64_t log_max_;
+  Stream &out_, &err_;
   uint64_t kept_ = 0;     // bytes in log, the marker not counted
   uint64_t dropped_ = 0;  // bytes past log_max, drained and not kept
   int dropped_fd_ = -1;   // "dropped", created at the first dropped byte

@@ -43,6 +43,31 @@ TEST_F(FilesTest, AStreamOpenedBeforeItsFirstByteSeesItsOutput) {
   EXPECT_EQ(tail.out, "late\n");
 }
 
+// stdout opened while it is still the log's second name (stdout alone had
+// written) shows only stdout's bytes after stderr writes too.
+TEST_F(FilesTest, AStreamReaderNeverSeesTheOtherStream) {
+  std::string id = start("echo a; while [ ! -e '" + dir_ + "/go' ]; do sleep 0.02; done; echo b >&2; echo c");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return file("procs/" + id + "/stdout") == "a\n"; }, 5s));
+  const int fd = ::open(p("procs/" + id + "/stdout").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  char buf[64];
+  EXPECT_EQ(::pread(fd, buf, sizeof buf, 0), 2);
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  wait_ended(id);
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  struct stat st {};
+  EXPECT_EQ(::fstat(fd, &st), 0);
+  ::close(fd);
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "a\nc\n");
+  EXPECT_EQ(st.st_size, 4);
+  EXPECT_EQ(file("procs/" + id + "/stderr"), "b\n");
+  const std::string l = log(id);  // b and c: in the order the monitor read them
+  EXPECT_TRUE(l == "a\nb\nc\n" || l == "a\nc\nb\n") << l;
+  const json o = parse_json(file("procs/" + id + "/output"));
+  EXPECT_EQ(o["stdout"], "a\nc\n") << o.dump();
+}
+
 TEST_F(FilesTest, LogsDirHoldsTheSameBytes) {
   std::string id = start("seq 1 2000; echo e >&2");
   ASSERT_FALSE(id.empty());

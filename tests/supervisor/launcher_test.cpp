@@ -60,6 +60,49 @@ TEST_F(LauncherTest, RunsTheCommandWithItsEnvironmentAndCwd) {
   EXPECT_EQ(errno, ENXIO);
 }
 
+// While one stream alone has written, its file is the log under a second
+// name (each byte written once); the other stream's first byte gives it a
+// file of its own, with only its bytes.
+TEST_F(LauncherTest, AStreamIsTheLogUntilTheOtherWrites) {
+  sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+  const std::string go = tmp_ / "go";
+  auto l = job("s", {"/bin/sh", "-c", "echo a; while [ ! -e '" + go + "' ]; do sleep 0.01; done; echo b >&2; echo c"});
+  SBX_ASSERT_OK(launcher.launch(l));
+  const std::string d = tmp_ / "s";
+  ASSERT_TRUE(wait_for_text(d + "/stdout", "a\n", 5000ms));
+  struct stat out {}, log {};
+  ASSERT_EQ(::stat((d + "/stdout").c_str(), &out), 0);
+  ASSERT_EQ(::stat((d + "/log").c_str(), &log), 0);
+  EXPECT_EQ(out.st_ino, log.st_ino) << "stdout alone: a second name of the log";
+  EXPECT_EQ(log.st_nlink, 2u);
+
+  write_file(go, "");
+  ASSERT_TRUE(exit_of("s"));
+  const std::string log_text = read_file(d + "/log");  // b and c: in the order the monitor read them
+  EXPECT_TRUE(log_text == "a\nb\nc\n" || log_text == "a\nc\nb\n") << log_text;
+  EXPECT_EQ(read_file(d + "/stdout"), "a\nc\n");
+  EXPECT_EQ(read_file(d + "/stderr"), "b\n");
+  ASSERT_EQ(::stat((d + "/stdout").c_str(), &out), 0);
+  ASSERT_EQ(::stat((d + "/log").c_str(), &log), 0);
+  EXPECT_NE(out.st_ino, log.st_ino);
+  EXPECT_EQ(log.st_nlink, 1u);
+  EXPECT_FALSE(file_exists(d + "/stdout.tmp"));
+}
+
+// stderr alone, past log_max: one marker, in the log that is also stderr.
+TEST_F(LauncherTest, ALinkedStreamPastLogMaxHasOneMarker) {
+  sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+  auto l = job("m", {"/bin/sh", "-c", "head -c 3000 /dev/zero | tr '\\0' x >&2"});
+  l.log_max = 1000;
+  SBX_ASSERT_OK(launcher.launch(l));
+  ASSERT_TRUE(exit_of("m"));
+  const std::string log = read_file(tmp_ / "m/log");
+  EXPECT_EQ(log, read_file(tmp_ / "m/stderr"));
+  EXPECT_EQ(log.rfind(std::string(1000, 'x') + "\n[sbxfs: log_max (1000 bytes) reached", 0), 0u) << log;
+  EXPECT_EQ(log.find("[sbxfs"), log.rfind("[sbxfs")) << log;
+  EXPECT_FALSE(file_exists(tmp_ / "m/stdout"));
+}
+
 TEST_F(LauncherTest, ExecFailureAndBadCwdAreErrors) {
   sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
   auto r = launcher.launch(job("b", {"/nonexistent/program"}));
