@@ -205,6 +205,7 @@ struct Supervisor::Impl {
 
   CommandStatus snapshot(const Record& r) const;  // needs mu
   void watch_running(Record& r);                  // needs mu
+  void watch_log(Record& r);                      // needs mu; the log exists once there was output
   void on_monitor_exit(const std::string& id);
   void on_inotify();
   Status load();
@@ -405,22 +406,27 @@ void Supervisor::Impl::arm_retention_timer() {
   });
 }
 
+void Supervisor::Impl::watch_log(Record& r) {
+  const int wd = ::inotify_add_watch(inotify.get(), (dir_of(r.id) + "/log").c_str(), IN_MODIFY);
+  if (wd >= 0) {
+    r.log_wd = wd;
+    wd_ids[wd] = r.id;
+  }
+}
+
 void Supervisor::Impl::watch_running(Record& r) {
   std::string id = r.id;
   const std::string log = dir_of(id) + "/log";
-  int wd = ::inotify_add_watch(inotify.get(), log.c_str(), IN_MODIFY);
-  if (wd >= 0) {
-    r.log_wd = wd;
-    wd_ids[wd] = id;
-  }
   // The end is known when exit.json is renamed into place, a little before
   // the monitor itself has exited (the pidfd below still catches a monitor
-  // that dies without writing it).
+  // that dies without writing it). The folder first: the monitor creates
+  // `log` at the first output, and its IN_CREATE then adds the log's watch.
   int dwd = ::inotify_add_watch(inotify.get(), dir_of(id).c_str(), IN_MOVED_TO | IN_CREATE | IN_ONLYDIR);
   if (dwd >= 0) {
     r.dir_wd = dwd;
     dir_wd_ids[dwd] = id;
   }
+  watch_log(r);
   if (dropped_bytes(dir_of(id))) r.truncated = true;  // created before the watch
   // Output written before the watch existed is announced too.
   struct stat st{};
@@ -536,6 +542,10 @@ void Supervisor::Impl::on_inotify() {
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, "exit.json") == 0) exited.insert(d->second);
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "dropped") == 0)
           if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
+        if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "log") == 0) {
+          if (auto rec = records.find(d->second); rec != records.end() && !rec->second.ended) watch_log(rec->second);
+          grown.insert(d->second);  // written before its watch, maybe
+        }
       }
       p += sizeof(inotify_event) + ev->len;
     }

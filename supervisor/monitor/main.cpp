@@ -243,13 +243,6 @@ struct itimerspec ms_to_its(uint64_t ms) {
   ::_exit(127);
 }
 
-// Readable too: the truncation marker looks at the last byte kept.
-int open_log(int dirfd, const char* name) {
-  int fd = ::openat(dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) fail(errno, errmsg((std::string("cannot create ") + name).c_str(), errno));
-  return fd;
-}
-
 // monitor.json could not be written: undo the start completely.
 [[noreturn]] void abort_started(pid_t root, int err, const std::string& message) {
   bool root_reaped = false;
@@ -311,7 +304,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   m.sigfd = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (m.sigfd < 0) fail(errno, errmsg("signalfd", errno));
 
-  // 3. ctl and the log files.
+  // 3. ctl (log, stdout and stderr come with the first output: relay.cpp).
   if (::mkfifoat(dirfd, "ctl", 0600) != 0) {
     int e = errno;
     if (e != EEXIST || ::unlinkat(dirfd, "ctl", 0) != 0 || ::mkfifoat(dirfd, "ctl", 0600) != 0)
@@ -320,8 +313,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   g_ctl_created = true;
   m.ctlfd = ::openat(dirfd, "ctl", O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (m.ctlfd < 0) fail(errno, errmsg("cannot open ctl", errno));
-  const int logfd = open_log(dirfd, "log");
-  m.out.name = "stdout";  // both created at their first byte (relay.cpp)
+  m.out.name = "stdout";  // these and `log`: created at the first byte (relay.cpp)
   m.err.name = "stderr";
   m.kill_tfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (m.kill_tfd < 0) fail(errno, errmsg("timerfd_create", errno));
@@ -341,7 +333,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   m.err.pipe = errp[0];
   ::fcntl(m.out.pipe, F_SETFL, ::fcntl(m.out.pipe, F_GETFL) | O_NONBLOCK);
   ::fcntl(m.err.pipe, F_SETFL, ::fcntl(m.err.pipe, F_GETFL) | O_NONBLOCK);
-  Relay relay(dirfd, logfd, args.log_max, m.out, m.err);
+  Relay relay(dirfd, args.log_max, m.out, m.err);
   m.relay = &relay;
   std::string started_at = iso_now();
   pid_t root = ::fork();

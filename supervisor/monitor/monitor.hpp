@@ -79,9 +79,9 @@ class Relay {
  public:
   enum class Result { moved, empty, closed };
 
-  // logfd and each Stream's file: opened read-write (the truncation marker
-  // looks at the last byte kept). log_max: bytes kept, 0 = no limit.
-  Relay(int dirfd, int logfd, uint64_t log_max, Stream& out, Stream& err);
+  // `log` and the streams' files are created in dirfd at the first byte
+  // that goes in them. log_max: bytes kept, 0 = no limit.
+  Relay(int dirfd, uint64_t log_max, Stream& out, Stream& err);
   // One read of s.pipe, written out. Closes s.pipe at EOF.
   Result pump(Stream& s);
   // Reads until s.pipe is empty or at EOF (bounded).
@@ -91,6 +91,7 @@ class Relay {
   uint64_t log_lost() const { return log_lost_; }
 
  private:
+  bool open_log();                   // creates `log` at the first byte of output
   bool open_stream_file(Stream& s);  // creates s.file at the stream's first byte
   void unlink_stream(Stream& s);     // a linked stream gets a file of its own
   void grow(Stream& s);
@@ -98,7 +99,8 @@ class Relay {
   void count_dropped(Stream& s, size_t n);
   void note(int* state, const char* name, int err);
 
-  int dirfd_, logfd_;
+  int dirfd_;
+  int logfd_ = -1;
   uint64_t log_max_;
   Stream &out_, &err_;
   uint64_t kept_ = 0;     // bytes in log, the marker not counted

@@ -8,9 +8,9 @@
 // and a pipe grown to 1 MiB once it is found full took the most off
 // (0.51-0.57 s): fewer wake-ups of the monitor and of the writer.
 //
-// `stdout` and `stderr` are created at their stream's first byte: most
-// commands write to one stream or none, and on ext4 every file created at
-// start cost 15-200 us (bench/RESULTS.md). `log` always exists.
+// `log`, `stdout` and `stderr` are created at the first byte of output (of
+// their stream): many commands write to one stream or none, and on ext4
+// every file created at start cost 15-200 us (bench/RESULTS.md).
 //
 // While only one stream has written, the log holds exactly its bytes: that
 // stream's file is then a second name (hard link) of `log`, and each byte
@@ -52,8 +52,16 @@ char g_buf[kChunk];
 
 }  // namespace
 
-Relay::Relay(int dirfd, int logfd, uint64_t log_max, Stream& out, Stream& err)
-    : dirfd_(dirfd), logfd_(logfd), log_max_(log_max), out_(out), err_(err) {}
+Relay::Relay(int dirfd, uint64_t log_max, Stream& out, Stream& err)
+    : dirfd_(dirfd), log_max_(log_max), out_(out), err_(err) {}
+
+bool Relay::open_log() {
+  if (logfd_ >= 0) return true;
+  // Readable too: the truncation marker looks at the last byte kept.
+  logfd_ = ::openat(dirfd_, "log", O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (logfd_ < 0) note(&log_state_, "log", errno);  // tried again at the next chunk
+  return logfd_ >= 0;
+}
 
 void Relay::note(int* state, const char* name, int err) {
   if (err != 0 && *state == 0) diag("writing %s failed (%s); output is dropped", name, ::strerror(err));
@@ -82,7 +90,7 @@ void Relay::mark(int fd, int* state, const char* name) {
 bool Relay::open_stream_file(Stream& s) {
   if (s.file >= 0) return true;
   Stream& other = &s == &out_ ? err_ : out_;
-  if (!other.seen && ::linkat(dirfd_, "log", dirfd_, s.name, 0) == 0) {
+  if (!other.seen && open_log() && ::linkat(dirfd_, "log", dirfd_, s.name, 0) == 0) {
     s.file = logfd_;
     s.linked = true;
     return true;
@@ -123,7 +131,7 @@ void Relay::unlink_stream(Stream& s) {
 }
 
 void Relay::count_dropped(Stream& s, size_t n) {
-  if (dropped_ == 0) mark(logfd_, &log_state_, "log");
+  if (dropped_ == 0 && open_log()) mark(logfd_, &log_state_, "log");
   if (!s.marked && open_stream_file(s)) {
     if (!s.linked) mark(s.file, &s.state, s.name);  // linked: the log's mark is its own
     s.marked = true;
@@ -156,7 +164,7 @@ Relay::Result Relay::pump(Stream& s) {
     // First: the other stream's link (if any) is replaced before the log
     // gets a byte that is not its own.
     const bool has_file = open_stream_file(s);
-    const int err = write_all(logfd_, g_buf, keep);
+    const int err = open_log() ? write_all(logfd_, g_buf, keep) : log_state_;
     if (err != 0) log_lost_ += keep;  // outputLost: the disk was full
     note(&log_state_, "log", err);
     if (has_file && !s.linked) note(&s.state, s.name, write_all(s.file, g_buf, keep));

@@ -107,7 +107,7 @@ TEST_F(LimitsTest, KeepEndedRemovesTheOldestEndedOnly) {
   EXPECT_TRUE(gone(a)) << a << " should have been removed: more than 2 ended";
   EXPECT_TRUE(sup_->status(b).has_value());
   EXPECT_TRUE(sup_->status(c).has_value());
-  EXPECT_TRUE(file_exists(record_dir(c) + "/log"));
+  EXPECT_TRUE(file_exists(record_dir(c) + "/exit.json"));
   auto r = sup_->status(running->bg_id);
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->running) << "a running command is never removed";
