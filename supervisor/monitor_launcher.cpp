@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 namespace sup {
 
@@ -21,30 +22,42 @@ constexpr char kJobMagic[] = "sbxfs-monitor-job 1";
 
 std::string ms(double sec) { return std::to_string(static_cast<long long>(std::llround(sec * 1000))); }
 
-// The monitor's one-line report: "ok PID" or "err ERRNO MESSAGE".
-std::string read_report(int fd) {
-  std::string line;
-  char buf[512];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    // A monitor that neither reports nor exits within a minute is broken.
-    int r = ::poll(&p, 1, 60000);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    line.append(buf, static_cast<size_t>(n));
-    if (auto nl = line.find('\n'); nl != std::string::npos) return line.substr(0, nl);
+// The monitor's report lines (monitor/main.cpp): "forked PID", then
+// "ok PID"; or "err ERRNO MESSAGE" in place of either.
+class ReportReader {
+ public:
+  explicit ReportReader(int fd) : fd_(fd) {}
+  std::string next() {
+    for (;;) {
+      if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return line;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      // A monitor that neither reports nor exits within a minute is broken.
+      int r = ::poll(&p, 1, 60000);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      char chunk[512];
+      ssize_t n = ::read(fd_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+    return std::exchange(buf_, {});
   }
-  return line;
-}
 
-Result<pid_t> parse_report(const std::string& line) {
+ private:
+  int fd_;
+  std::string buf_;
+};
+
+Result<pid_t> parse_report(const std::string& line, const char* expect) {
   std::istringstream in(line);
   std::string word;
   in >> word;
-  if (word == "ok") {
+  if (word == expect) {
     long cmd_pid = 0;
     in >> cmd_pid;
     if (cmd_pid > 0) return static_cast<pid_t>(cmd_pid);
@@ -170,13 +183,13 @@ void MonitorLauncher::end_server() {
   pid_ = -1;
 }
 
-Status MonitorLauncher::send_job(int job_fd, int report_fd) {
+Status MonitorLauncher::send_job(const int (&fds)[3]) {
   std::lock_guard g(mu_);
   for (int attempt = 0;; ++attempt) {
     if (!sock_)
       if (auto st = start_server(); !st) return st;
     iovec iov{const_cast<char*>(kJobMagic), sizeof kJobMagic - 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 2)] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -185,8 +198,7 @@ Status MonitorLauncher::send_job(int job_fd, int report_fd) {
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * 2);
-    int fds[2] = {job_fd, report_fd};
+    c->cmsg_len = CMSG_LEN(sizeof fds);
     std::memcpy(CMSG_DATA(c), fds, sizeof fds);
     ssize_t n;
     do {
@@ -203,22 +215,39 @@ Status MonitorLauncher::send_job(int job_fd, int report_fd) {
   }
 }
 
-Result<pid_t> MonitorLauncher::launch(const MonitorLaunch& l) {
+Result<pid_t> MonitorLauncher::launch(const MonitorLaunch& l, const Publish& publish) {
   int js[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, js) != 0) return error_from_errno(errno, "socketpair");
   UniqueFd job_w(js[0]), job_r(js[1]);
   int rp[2];
   if (::pipe2(rp, O_CLOEXEC) != 0) return error_from_errno(errno, "pipe");
   UniqueFd report_r(rp[0]), report_w(rp[1]);
+  // The command reads one byte from this before its exec (a socket, so
+  // that a write to a gone reader is EPIPE without SIGPIPE).
+  int gp[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gp) != 0) return error_from_errno(errno, "socketpair");
+  UniqueFd go_w(gp[0]), go_r(gp[1]);
 
-  if (auto st = send_job(job_r.get(), report_w.get()); !st) return st.error();
+  if (auto st = send_job({job_r.get(), report_w.get(), go_r.get()}); !st) return st.error();
   // Only the monitor holds these now: its exit means EOF for us.
   job_r.reset();
   report_w.reset();
+  go_r.reset();
   // A monitor that died before reading it shows as a report, not here.
   (void)send_all(job_w.get(), encode_job(l));
   job_w.reset();
-  return parse_report(read_report(report_r.get()));
+
+  ReportReader report(report_r.get());
+  auto forked = parse_report(report.next(), "forked");
+  if (!forked) return forked.error();
+  if (auto st = publish(forked.value()); !st) {
+    go_w.reset();  // EOF instead of the byte: the command exits without exec
+    (void)report.next();
+    return st.error();
+  }
+  (void)send_all(go_w.get(), "g");  // a gone command shows as the report
+  go_w.reset();
+  return parse_report(report.next(), "ok");
 }
 
 }  // namespace sup

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -40,9 +41,13 @@ class MonitorLauncher {
   MonitorLauncher(const MonitorLauncher&) = delete;
   MonitorLauncher& operator=(const MonitorLauncher&) = delete;
 
+  /// Called once the command is forked (its pid given) and before it may
+  /// exec; an error here cancels the start (the command never runs).
+  using Publish = std::function<Status(pid_t)>;
+
   /// Starts the monitor and returns the command's pid once it has exec'd;
   /// an exec failure comes back as an Error with the monitor's errno.
-  Result<pid_t> launch(const MonitorLaunch& l);
+  Result<pid_t> launch(const MonitorLaunch& l, const Publish& publish);
 
   /// Starts the server now rather than at the first launch (errors are
   /// left for launch() to report).
@@ -54,7 +59,7 @@ class MonitorLauncher {
  private:
   Status start_server();  // needs mu_
   void end_server();      // needs mu_
-  Status send_job(int job_fd, int report_fd);
+  Status send_job(const int (&fds)[3]);
 
   std::string monitor_path_;
   std::mutex mu_;

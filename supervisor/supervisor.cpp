@@ -854,42 +854,23 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   l.grace_sec = spec.stop_grace_sec;
   l.log_max = I.opts.log_max;
   l.run_as = spec.run_as;
-  auto launched = I.launcher->launch(l);
-  if (!launched) {
-    if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
-    remove_tree(tmp_dir);
-    unreserve();
-    return launched.error();
-  }
-
-  // Committed: from here on the command exists, whatever happens to us.
-  if (!old_script.empty()) ::unlink(old_script.c_str());
-  if (replacing) {
-    std::string del = I.procs_dir + "/.del-" + id + "." + std::to_string(I.del_seq++);
-    if (::rename(final_dir.c_str(), del.c_str()) == 0) remove_tree(del);
-  }
-  if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) {
-    int e = errno;
-    // Cannot publish it: stop it rather than leave a command nobody sees.
-    if (auto fd = ::open((tmp_dir + "/ctl").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC); fd >= 0) {
-      [[maybe_unused]] auto n = ::write(fd, "kill\n", 5);
-      ::close(fd);
+  // Published (folder renamed, record listed) once the command is forked
+  // and before it may exec: a command that looks at its own record at once
+  // (sbx-step, cat procs/$SBX_BGID/status.json) finds it.
+  bool published = false;
+  auto publish = [&](pid_t pid) -> Status {
+    if (!old_script.empty()) ::unlink(old_script.c_str());
+    if (replacing) {
+      std::string del = I.procs_dir + "/.del-" + id + "." + std::to_string(I.del_seq++);
+      if (::rename(final_dir.c_str(), del.c_str()) == 0) remove_tree(del);
     }
-    unreserve();
-    return error_from_errno(e, "rename " + tmp_dir);
-  }
-  MonitorInfo m;
-  if (auto mt = read_file(final_dir + "/monitor.json"); mt.ok() && mt.value()) {
-    if (auto pm = parse_monitor(*mt.value())) m = pm.value();
-  }
-  if (m.pid == 0) m.pid = launched.value();
-
-  CommandStatus out;
-  {
+    if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) return error_from_errno(errno, "rename " + tmp_dir);
+    MonitorInfo m;
+    if (auto mt = read_file(final_dir + "/monitor.json"); mt.ok() && mt.value()) {
+      if (auto pm = parse_monitor(*mt.value())) m = pm.value();
+    }
+    if (m.pid == 0) m.pid = pid;
     std::lock_guard g(I.mu);
-    I.reserved.erase(id);
-    --I.starting;
-    ++I.running;
     I.ended_index.erase(id);  // a named command that ended is replaced
     I.serial_for(id);
     Record r;
@@ -899,7 +880,34 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
     r.owner_sid = spec.requester_sid;
     r.monitor = m;
     r.ready_cond = spec.ready;
-    auto [it, _] = I.records.insert_or_assign(id, std::move(r));
+    I.records.insert_or_assign(id, std::move(r));  // still reserved: not watched, not pruned
+    published = true;
+    return Ok{};
+  };
+  auto launched = I.launcher->launch(l, publish);
+  if (!launched) {
+    if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
+    if (published) {
+      std::lock_guard g(I.mu);
+      I.records.erase(id);
+      std::string del = I.procs_dir + "/.del-" + id + "." + std::to_string(I.del_seq++);
+      if (::rename(final_dir.c_str(), del.c_str()) == 0) remove_tree(del);
+    } else {
+      remove_tree(tmp_dir);
+    }
+    unreserve();
+    if (published) I.emit(Event::Kind::removed, id);
+    return launched.error();
+  }
+
+  // Committed: the command has exec'd.
+  CommandStatus out;
+  {
+    std::lock_guard g(I.mu);
+    I.reserved.erase(id);
+    --I.starting;
+    ++I.running;
+    auto it = I.records.find(id);
     // Queued before the monitor's pidfd is watched, so it is told first.
     I.emit(Event::Kind::started, id);
     if (spec.ready) I.loop->post([&I, id] { I.start_probe(id); });

@@ -15,12 +15,19 @@
 // The command gets the monitor's environment and working directory; ARGV0
 // is looked up in PATH unless it contains a '/' (execvp).
 //
-// Report protocol, on the monitor's stdout (one line, then EOF):
+// Report protocol, on the monitor's stdout (lines, then EOF):
 //   ok PID\n              the command was exec'd, monitor.json is written
 //   err ERRNO MESSAGE\n   nothing runs; the monitor exits with status 1
 // Run this way, the process started exits 0 at once after forking the
 // detached monitor; the caller reads stdout until EOF to get the line.
 // Diagnostics go to stderr.
+//
+// Forked by the server, stdin is the go socket and one more line comes
+// first: `forked PID` once the command is forked and monitor.json written;
+// the command then waits for one byte on the go socket before its exec
+// (the supervisor publishes the record meanwhile, so the command finds it)
+// and exits without exec at EOF. Then `ok PID` or `err ...` as above; after
+// an `err`, monitor.json is gone again.
 //
 //   sbxfs-monitor --serve
 //
@@ -212,7 +219,8 @@ struct itimerspec ms_to_its(uint64_t ms) {
 }
 
 // In the forked child: only async-signal-safe calls until execvp.
-[[noreturn]] void exec_child(const Args& args, int devnull, int out_w, int err_w, int status_w) {
+// go_fd >= 0: one byte from it first (EOF: the start was cancelled).
+[[noreturn]] void exec_child(const Args& args, int go_fd, int devnull, int out_w, int err_w, int status_w) {
   char** argv = args.argv;
   struct sigaction sa;
   ::memset(&sa, 0, sizeof sa);
@@ -226,7 +234,17 @@ struct itimerspec ms_to_its(uint64_t ms) {
   ::sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
   int err = 0;
-  if (::setsid() < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out_w, 1) < 0 || ::dup2(err_w, 2) < 0) {
+  if (go_fd >= 0) {
+    char go = 0;
+    ssize_t n;
+    do {
+      n = ::read(go_fd, &go, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) err = ECANCELED;
+  }
+  if (err != 0) {
+    // the supervisor did not publish it: no exec
+  } else if (::setsid() < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out_w, 1) < 0 || ::dup2(err_w, 2) < 0) {
     err = errno;
   } else if (args.has_uid &&
              (::setgroups(args.groups.size(), args.groups.data()) != 0 || ::setgid(args.gid) != 0 ||
@@ -336,36 +354,18 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   Relay relay(dirfd, args.log_max, m.out, m.err);
   m.relay = &relay;
   std::string started_at = iso_now();
+  // Forked by the server, stdin is the go socket (server.cpp).
+  const int go_fd = detach ? -1 : 0;
   pid_t root = ::fork();
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
-  if (root == 0) exec_child(args, devnull, outp[1], errp[1], statp[1]);
-
-  // 5. Did the exec work?
+  if (root == 0) exec_child(args, go_fd, devnull, outp[1], errp[1], statp[1]);
   ::close(outp[1]);
   ::close(errp[1]);
   ::close(statp[1]);
-  int child_err = 0;
-  size_t got = 0;
-  while (got < sizeof child_err) {
-    ssize_t n = ::read(statp[0], reinterpret_cast<char*>(&child_err) + got, sizeof child_err - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(statp[0]);
-  if (got > 0) {
-    while (::waitpid(root, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    int e = got == sizeof child_err ? child_err : EIO;
-    fail(e, errmsg((std::string("cannot execute '") + args.argv[0] + "'").c_str(), e));
-  }
-  if (m.timeout_tfd >= 0) {
-    struct itimerspec its = ms_to_its(args.timeout_ms);
-    ::timerfd_settime(m.timeout_tfd, 0, &its, nullptr);
-  }
-  m.root = root;
+  if (go_fd >= 0) ::dup2(devnull, go_fd);  // the command alone holds it now
 
-  // 6. monitor.json, then "ok PID".
+  // 5. monitor.json (the pid is known, and it holds still: its start time
+  // does not change at exec); with the server, "forked PID" and the go.
   pid_t self = ::getpid();
   ProcStat mst, cst;
   if (!read_proc_stat(self, &mst)) abort_started(root, EIO, "cannot read /proc/self/stat");
@@ -378,6 +378,31 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
            started_at.c_str());
   if (int e = write_file_atomic(dirfd, "monitor.json", json))
     abort_started(root, e, errmsg("cannot write monitor.json", e));
+  if (go_fd >= 0) report("forked " + std::to_string(root));
+
+  // 6. Did the exec work?
+  int child_err = 0;
+  size_t got = 0;
+  while (got < sizeof child_err) {
+    ssize_t n = ::read(statp[0], reinterpret_cast<char*>(&child_err) + got, sizeof child_err - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(statp[0]);
+  if (got > 0) {
+    while (::waitpid(root, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    ::unlinkat(dirfd, "monitor.json", 0);  // nothing ran: no record of a start
+    int e = got == sizeof child_err ? child_err : EIO;
+    fail(e, errmsg((std::string("cannot execute '") + args.argv[0] + "'").c_str(), e));
+  }
+  if (m.timeout_tfd >= 0) {
+    struct itimerspec its = ms_to_its(args.timeout_ms);
+    ::timerfd_settime(m.timeout_tfd, 0, &its, nullptr);
+  }
+  m.root = root;
+
   report("ok " + std::to_string(root));
   ::dup2(devnull, 1);  // the launcher's read now sees EOF
   // After the report: a file created is 15-200 us on ext4 (bench/RESULTS.md),

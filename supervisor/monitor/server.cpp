@@ -7,9 +7,10 @@
 //
 // Protocol (the supervisor side is supervisor/monitor_launcher.cpp):
 // fd 0 is a SOCK_SEQPACKET socket. Each job is one message whose payload is
-// kJobMagic and which carries two descriptors (SCM_RIGHTS): a stream socket
-// the job is read from, and the report pipe that becomes the monitor's
-// stdout. The job is a sequence of NUL-terminated strings:
+// kJobMagic and which carries three descriptors (SCM_RIGHTS): a stream
+// socket the job is read from, the report pipe that becomes the monitor's
+// stdout, and the go socket that becomes its stdin (the command reads one
+// byte from it before its exec: the supervisor first publishes the record). The job is a sequence of NUL-terminated strings:
 //   ARGC, ARGC monitor arguments (as on the command line, without argv[0]),
 //   ENVC, ENVC "KEY=VALUE" entries (the command's environment), CWD.
 // The forked monitor reads it, so a big job never stalls the server.
@@ -71,12 +72,11 @@ bool parse_job(std::string& job, std::vector<char*>* args, std::vector<char*>* e
 }
 
 // In the forked child: becomes the monitor of one job.
-[[noreturn]] void run_job(int job_fd, int report_fd) {
-  // stdout is the report pipe; stdin no longer the server's socket.
+[[noreturn]] void run_job(int job_fd, int report_fd, int go_fd) {
+  // stdout is the report pipe; stdin the go socket, no longer the server's.
   if (::dup2(report_fd, 1) < 0) ::_exit(1);
-  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull < 0 || ::dup2(devnull, 0) < 0) {
-    report_error(1, errno, "cannot open /dev/null");
+  if (::dup2(go_fd, 0) < 0) {
+    report_error(1, errno, "cannot take the go socket");
     ::_exit(1);
   }
   std::string job;
@@ -156,11 +156,11 @@ int serve() {
         fds.push_back(fd);
       }
     }
-    bool ok = fds.size() == 2 && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+    bool ok = fds.size() == 3 && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
               static_cast<size_t>(n) == sizeof kJobMagic - 1 && ::memcmp(payload, kJobMagic, sizeof kJobMagic - 1) == 0;
     if (ok) {
       pid_t pid = ::fork();
-      if (pid == 0) run_job(fds[0], fds[1]);
+      if (pid == 0) run_job(fds[0], fds[1], fds[2]);
       if (pid < 0) report_error(fds[1], errno, "cannot fork the monitor");
     } else {
       diag("ignored a malformed job message");

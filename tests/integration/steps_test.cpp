@@ -10,6 +10,21 @@ using StepsTest = SbxfsTest;
 
 const std::string kStep = SBX_STEP_PATH;
 
+// The record is in the tree before the command's first instruction (the
+// supervisor publishes it between fork and exec), so sbx-step and friends
+// never miss it.
+TEST_F(StepsTest, ACommandFindsItsOwnRecordAtOnce) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20; ++i) {
+    ids.push_back(start(R"({"argv": ["/bin/sh", "-c", "test -e \"$SBX_MOUNT/procs/$SBX_BGID/steps\" && echo found || echo missing"]})"));
+    ASSERT_FALSE(ids.back().empty());
+  }
+  for (const auto& id : ids) {
+    wait_ended(id);
+    EXPECT_EQ(log(id), "found\n") << id;
+  }
+}
+
 TEST_F(StepsTest, ShellScriptWithAFailingStep) {
   const std::string script = dir_ + "/build.sh";
   ASSERT_EQ(write_file(script,

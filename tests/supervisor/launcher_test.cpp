@@ -29,6 +29,10 @@ class LauncherTest : public ::testing::Test {
     l.env = {{"PATH", "/usr/bin:/bin"}, {"SBX_TEST_MARKER", marker_.substr(marker_.find('=') + 1)}};
     return l;
   }
+  // A launch that publishes nothing.
+  static sup::Result<pid_t> launch(sup::MonitorLauncher& launcher, const sup::MonitorLaunch& l) {
+    return launcher.launch(l, [](pid_t) -> sup::Status { return sup::Ok{}; });
+  }
   // exit.json of a finished launch (waits for it).
   std::optional<nlohmann::json> exit_of(const std::string& name) {
     const std::string path = tmp_ / name + "/exit.json";
@@ -44,7 +48,7 @@ TEST_F(LauncherTest, RunsTheCommandWithItsEnvironmentAndCwd) {
   sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
   auto l = job("a", {"/bin/sh", "-c", "echo \"$GREETING\" \"$(pwd)\""});
   l.env["GREETING"] = "hello";
-  auto pid = launcher.launch(l);
+  auto pid = launch(launcher, l);
   SBX_ASSERT_OK(pid);
   EXPECT_GT(pid.value(), 0);
   auto ex = exit_of("a");
@@ -67,7 +71,7 @@ TEST_F(LauncherTest, AStreamIsTheLogUntilTheOtherWrites) {
   sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
   const std::string go = tmp_ / "go";
   auto l = job("s", {"/bin/sh", "-c", "echo a; while [ ! -e '" + go + "' ]; do sleep 0.01; done; echo b >&2; echo c"});
-  SBX_ASSERT_OK(launcher.launch(l));
+  SBX_ASSERT_OK(launch(launcher, l));
   const std::string d = tmp_ / "s";
   ASSERT_TRUE(wait_for_text(d + "/stdout", "a\n", 5000ms));
   struct stat out {}, log {};
@@ -94,7 +98,7 @@ TEST_F(LauncherTest, ALinkedStreamPastLogMaxHasOneMarker) {
   sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
   auto l = job("m", {"/bin/sh", "-c", "head -c 3000 /dev/zero | tr '\\0' x >&2"});
   l.log_max = 1000;
-  SBX_ASSERT_OK(launcher.launch(l));
+  SBX_ASSERT_OK(launch(launcher, l));
   ASSERT_TRUE(exit_of("m"));
   const std::string log = read_file(tmp_ / "m/log");
   EXPECT_EQ(log, read_file(tmp_ / "m/stderr"));
@@ -103,16 +107,45 @@ TEST_F(LauncherTest, ALinkedStreamPastLogMaxHasOneMarker) {
   EXPECT_FALSE(file_exists(tmp_ / "m/stdout"));
 }
 
+// The record is published between the fork and the exec: the command can
+// find it from its first instruction; a failed publish means no exec.
+TEST_F(LauncherTest, PublishComesBeforeTheExecAndCanCancelIt) {
+  sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+  const std::string made = tmp_ / "made";
+  auto l = job("p", {"/usr/bin/touch", made});
+  std::string seen_cmdline;
+  bool had_monitor_json = false;
+  auto r = launcher.launch(l, [&](pid_t pid) -> sup::Status {
+    seen_cmdline = proc_cmdline(pid);
+    had_monitor_json = file_exists(tmp_ / "p/monitor.json");
+    return sup::Ok{};
+  });
+  SBX_ASSERT_OK(r);
+  EXPECT_EQ(seen_cmdline.find("touch"), std::string::npos) << "exec'd before the publish: " << seen_cmdline;
+  EXPECT_TRUE(had_monitor_json);
+  ASSERT_TRUE(exit_of("p"));
+  EXPECT_TRUE(file_exists(made));
+
+  const std::string never = tmp_ / "never";
+  l = job("q", {"/usr/bin/touch", never});
+  r = launcher.launch(l, [](pid_t) -> sup::Status { return sup::Error{sup::Errc::no_space, "no room"}; });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "no room");
+  EXPECT_FALSE(file_exists(never)) << "the command ran although its start was cancelled";
+  EXPECT_FALSE(file_exists(tmp_ / "q/monitor.json"));
+  EXPECT_FALSE(file_exists(tmp_ / "q/exit.json"));
+}
+
 TEST_F(LauncherTest, ExecFailureAndBadCwdAreErrors) {
   sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
-  auto r = launcher.launch(job("b", {"/nonexistent/program"}));
+  auto r = launch(launcher, job("b", {"/nonexistent/program"}));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, sup::Errc::not_found) << describe(r.error());
   EXPECT_NE(r.error().message.find("/nonexistent/program"), std::string::npos) << r.error().message;
 
   auto l = job("c", {"/bin/true"});
   l.cwd = tmp_ / "gone";
-  r = launcher.launch(l);
+  r = launch(launcher, l);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, sup::Errc::not_found) << describe(r.error());
   EXPECT_NE(r.error().message.find("gone"), std::string::npos) << r.error().message;
@@ -130,7 +163,7 @@ TEST_F(LauncherTest, AJobLargerThanASocketBufferArrivesWhole) {
     sum += "$BIG" + std::to_string(i);
   }
   l.argv = {"/bin/sh", "-c", "printf %s \"" + sum + "\" | wc -c"};
-  auto pid = launcher.launch(l);
+  auto pid = launch(launcher, l);
   SBX_ASSERT_OK(pid);
   auto ex = exit_of("big");
   ASSERT_TRUE(ex);
@@ -143,12 +176,12 @@ TEST_F(LauncherTest, AKilledServerIsReplacedAndItsMonitorsLiveOn) {
   launcher.prestart();
   const pid_t server = launcher.server_pid();
   ASSERT_GT(server, 0);
-  auto first = launcher.launch(job("x", {"/bin/sleep", "60"}));
+  auto first = launch(launcher, job("x", {"/bin/sleep", "60"}));
   SBX_ASSERT_OK(first);
 
   ASSERT_EQ(::kill(server, SIGKILL), 0);
   ASSERT_TRUE(wait_until([&] { auto f = proc_stat_fields(server); return f.empty() || f[0] == "Z"; }, 5000ms));
-  auto second = launcher.launch(job("y", {"/bin/echo", "second"}));
+  auto second = launch(launcher, job("y", {"/bin/echo", "second"}));
   SBX_ASSERT_OK(second);
   EXPECT_NE(launcher.server_pid(), server);
   auto ex = exit_of("y");
