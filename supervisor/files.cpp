@@ -1,6 +1,8 @@
 #include "supervisor/files.hpp"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,6 +86,15 @@ Status make_dirs(const std::string& path, unsigned mode) {
   if (ec) return error_from_errno(ec.value(), "mkdir " + path);
   if (::chmod(path.c_str(), mode) != 0) return error_from_errno(errno, "chmod " + path);
   return Ok{};
+}
+
+bool spread_subdirectories(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  int flags = 0;
+  if (!fd || ::ioctl(fd.get(), FS_IOC_GETFLAGS, &flags) != 0) return false;
+  if (flags & FS_TOPDIR_FL) return true;
+  flags |= FS_TOPDIR_FL;
+  return ::ioctl(fd.get(), FS_IOC_SETFLAGS, &flags) == 0;
 }
 
 }  // namespace sup

@@ -19,5 +19,9 @@ Result<std::optional<std::string>> read_file(const std::string& path);
 void remove_tree(const std::string& path);
 /// mkdir -p with `mode` for the last component.
 Status make_dirs(const std::string& path, unsigned mode);
+/// Asks the file system to place each subdirectory of `dir` as the top of a
+/// hierarchy of its own (chattr +T; ext2/3/4's Orlov allocator), away from
+/// the parent's block group. False where the flag is not supported.
+bool spread_subdirectories(const std::string& dir);
 
 }  // namespace sup

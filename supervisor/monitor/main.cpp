@@ -322,7 +322,8 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   m.sigfd = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (m.sigfd < 0) fail(errno, errmsg("signalfd", errno));
 
-  // 3. ctl (log, stdout and stderr come with the first output: relay.cpp).
+  // 3. ctl (log comes after the report, stdout and stderr with their first
+  // byte: relay.cpp).
   if (::mkfifoat(dirfd, "ctl", 0600) != 0) {
     int e = errno;
     if (e != EEXIST || ::unlinkat(dirfd, "ctl", 0) != 0 || ::mkfifoat(dirfd, "ctl", 0600) != 0)
@@ -331,7 +332,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   g_ctl_created = true;
   m.ctlfd = ::openat(dirfd, "ctl", O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (m.ctlfd < 0) fail(errno, errmsg("cannot open ctl", errno));
-  m.out.name = "stdout";  // these and `log`: created at the first byte (relay.cpp)
+  m.out.name = "stdout";  // created at their first byte (relay.cpp)
   m.err.name = "stderr";
   m.kill_tfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (m.kill_tfd < 0) fail(errno, errmsg("timerfd_create", errno));
@@ -405,8 +406,10 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
 
   report("ok " + std::to_string(root));
   ::dup2(devnull, 1);  // the launcher's read now sees EOF
-  // After the report: a file created is 15-200 us on ext4 (bench/RESULTS.md),
-  // and only exit.json, long after, needs this space.
+  // After the report, off the start's path (a file created is 15-200 us on
+  // ext4, bench/RESULTS.md): the log, so that output at the end (a last
+  // line, then exit) does not pay for it; and the space exit.json needs.
+  (void)relay.open_log();  // else tried again at the first output
   if (int e = reserve_file(dirfd, "exit.json.tmp", 1024))
     diag("cannot reserve space for exit.json: %s", ::strerror(e));
   if (::chdir("/") != 0) {

@@ -82,6 +82,8 @@ class Relay {
   // `log` and the streams' files are created in dirfd at the first byte
   // that goes in them. log_max: bytes kept, 0 = no limit.
   Relay(int dirfd, uint64_t log_max, Stream& out, Stream& err);
+  // Creates `log` (done after the start's report; else at the first output).
+  bool open_log();
   // One read of s.pipe, written out. Closes s.pipe at EOF.
   Result pump(Stream& s);
   // Reads until s.pipe is empty or at EOF (bounded).
@@ -91,7 +93,6 @@ class Relay {
   uint64_t log_lost() const { return log_lost_; }
 
  private:
-  bool open_log();                   // creates `log` at the first byte of output
   bool open_stream_file(Stream& s);  // creates s.file at the stream's first byte
   void unlink_stream(Stream& s);     // a linked stream gets a file of its own
   void grow(Stream& s);

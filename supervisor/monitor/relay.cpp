@@ -8,9 +8,9 @@
 // and a pipe grown to 1 MiB once it is found full took the most off
 // (0.51-0.57 s): fewer wake-ups of the monitor and of the writer.
 //
-// `log`, `stdout` and `stderr` are created at the first byte of output (of
-// their stream): many commands write to one stream or none, and on ext4
-// every file created at start cost 15-200 us (bench/RESULTS.md).
+// `stdout` and `stderr` are created at their stream's first byte (many
+// commands write to one stream or none, and on ext4 every file created at
+// start cost 15-200 us, bench/RESULTS.md); `log` just after the start.
 //
 // While only one stream has written, the log holds exactly its bytes: that
 // stream's file is then a second name (hard link) of `log`, and each byte

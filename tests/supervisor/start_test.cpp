@@ -1,11 +1,15 @@
 // Starting commands: what a started command sees (argv, env, secrets, cwd),
 // what its record says, and that a failed start leaves nothing behind.
 #include <stdlib.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
 
+#include "supervisor/files.hpp"
 #include "tests/supervisor/test_util.hpp"
 
 namespace {
@@ -44,6 +48,19 @@ TEST_F(StartTest, StateDirIsCreatedPrivate) {
   auto info = sup_->info();
   EXPECT_EQ(info.pid, ::getpid());
   EXPECT_FALSE(info.started_at.empty());
+}
+
+// procs/ carries the Orlov "top of hierarchy" flag (chattr +T), so each
+// record's folder is placed in a block group of its own.
+TEST_F(StartTest, RecordFoldersAreSpreadOnExt4) {
+  TempDir probe("sbx-topdir");
+  if (!sup::spread_subdirectories(probe.path())) GTEST_SKIP() << "no FS_TOPDIR_FL on this file system";
+  int fd = ::open(procs_dir().c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  int flags = 0;
+  EXPECT_EQ(::ioctl(fd, FS_IOC_GETFLAGS, &flags), 0);
+  ::close(fd);
+  EXPECT_TRUE(flags & FS_TOPDIR_FL) << std::hex << flags;
 }
 
 TEST_F(StartTest, ReturnsRunningWithLivePid) {
