@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <string>
@@ -133,6 +134,9 @@ int serve() {
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Loaded once here and inherited by every monitor (else each one opens
+  // and reads the time zone file for its first timestamp: perf trace).
+  ::tzset();
 
   for (;;) {
     char payload[64];
