@@ -205,7 +205,7 @@ struct Supervisor::Impl {
 
   CommandStatus snapshot(const Record& r) const;  // needs mu
   void watch_running(Record& r);                  // needs mu
-  void watch_log(Record& r);                      // needs mu; the log exists once there was output
+  void watch_log(Record& r);                      // needs mu; no-op while the log does not exist yet
   void on_monitor_exit(const std::string& id);
   void on_inotify();
   Status load();
@@ -420,7 +420,8 @@ void Supervisor::Impl::watch_running(Record& r) {
   // The end is known when exit.json is renamed into place, a little before
   // the monitor itself has exited (the pidfd below still catches a monitor
   // that dies without writing it). The folder first: the monitor creates
-  // `log` at the first output, and its IN_CREATE then adds the log's watch.
+  // `log` just after the start is reported, and its IN_CREATE then adds the
+  // log's watch if the log was not there yet.
   int dwd = ::inotify_add_watch(inotify.get(), dir_of(id).c_str(), IN_MOVED_TO | IN_CREATE | IN_ONLYDIR);
   if (dwd >= 0) {
     r.dir_wd = dwd;
