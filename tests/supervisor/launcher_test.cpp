@@ -199,6 +199,16 @@ TEST_F(LauncherTest, AKilledServerIsReplacedAndItsMonitorsLiveOn) {
   EXPECT_EQ((*ex1)["endReason"], "stopped") << ex1->dump();
 }
 
+TEST_F(LauncherTest, AMissingMonitorIsAClearError) {
+  sup::MonitorLauncher launcher(tmp_ / "no-such-monitor");
+  launcher.prestart();  // fails quietly; the launch says why
+  EXPECT_EQ(launcher.server_pid(), -1);
+  auto r = launch(launcher, job("m", {"/bin/true"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, sup::Errc::not_found) << describe(r.error());
+  EXPECT_NE(r.error().message.find("no-such-monitor"), std::string::npos) << r.error().message;
+}
+
 TEST_F(LauncherTest, TheServerEndsWithItsLauncher) {
   pid_t server = -1;
   {
