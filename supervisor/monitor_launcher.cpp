@@ -74,6 +74,25 @@ Result<pid_t> parse_report(const std::string& line, const char* expect) {
   return Error{Errc::io_error, "the monitor did not report a start (got '" + line + "')"};
 }
 
+// The monitor's command-line arguments for a launch (without argv[0]).
+std::vector<std::string> monitor_args(const MonitorLaunch& l) {
+  std::vector<std::string> args = {"--dir", l.record_dir, "--grace-ms", ms(l.grace_sec)};
+  if (l.timeout_sec > 0) {
+    args.push_back("--timeout-ms");
+    args.push_back(ms(std::max(l.timeout_sec, 0.001)));
+  }
+  if (l.log_max > 0) args.insert(args.end(), {"--log-max", std::to_string(l.log_max)});
+  if (l.run_as) {
+    args.insert(args.end(), {"--uid", std::to_string(l.run_as->uid), "--gid", std::to_string(l.run_as->gid)});
+    std::string groups;
+    for (gid_t g : l.run_as->groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
+  }
+  args.push_back("--");
+  args.insert(args.end(), l.argv.begin(), l.argv.end());
+  return args;
+}
+
 // The job as server.cpp reads it: counted NUL-terminated strings.
 std::string encode_job(const MonitorLaunch& l) {
   std::string job;
@@ -103,23 +122,6 @@ Status send_all(int fd, const std::string& data) {
 
 }  // namespace
 
-std::vector<std::string> monitor_args(const MonitorLaunch& l) {
-  std::vector<std::string> args = {"--dir", l.record_dir, "--grace-ms", ms(l.grace_sec)};
-  if (l.timeout_sec > 0) {
-    args.push_back("--timeout-ms");
-    args.push_back(ms(std::max(l.timeout_sec, 0.001)));
-  }
-  if (l.log_max > 0) args.insert(args.end(), {"--log-max", std::to_string(l.log_max)});
-  if (l.run_as) {
-    args.insert(args.end(), {"--uid", std::to_string(l.run_as->uid), "--gid", std::to_string(l.run_as->gid)});
-    std::string groups;
-    for (gid_t g : l.run_as->groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
-    if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
-  }
-  args.push_back("--");
-  args.insert(args.end(), l.argv.begin(), l.argv.end());
-  return args;
-}
 
 MonitorLauncher::MonitorLauncher(std::string monitor_path) : monitor_path_(std::move(monitor_path)) {}
 

@@ -29,9 +29,6 @@ struct MonitorLaunch {
   std::optional<Credentials> run_as;       ///< the command's uid/gid/groups
 };
 
-/// The monitor's command-line arguments for a launch (without argv[0]).
-std::vector<std::string> monitor_args(const MonitorLaunch& l);
-
 /// Owns the fork server: started on first use, started again if it died,
 /// ended (EOF on its socket) and reaped on destruction. Thread-safe.
 class MonitorLauncher {
