@@ -92,11 +92,11 @@ class CmdHandle : public Handle {
     return err ? Reply::error(err) : Reply::written(data.size());
   }
 
-  int flush(fuse_req_t req) override {
+  Reply flush(fuse_req_t req) override {
     std::lock_guard g(mu_);
     too_big_ = false;
-    if (done_ || is_blank(buf_)) return 0;  // bash flushes before it writes
-    return run(req, end_, end_);
+    if (done_ || is_blank(buf_)) return Reply::error(0);  // bash flushes before it writes
+    return Reply::error(run(req, end_, end_));
   }
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override {

@@ -188,7 +188,7 @@ void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t of
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
-  guarded(req, "flush", [&] { fuse_reply_err(req, handle_of(fi)->flush(req)); });
+  guarded(req, "flush", [&] { send_reply(req, handle_of(fi)->flush(req)); });
 }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {

@@ -68,8 +68,10 @@ class Handle {
   /// Whether a read now would block (a non-blocking read then gets EAGAIN).
   virtual bool would_block() { return false; }
   virtual Reply write(fuse_req_t req, std::string_view data, off_t off);
-  /// close() of one descriptor; the errno is what close() returns.
-  virtual int flush(fuse_req_t req);
+  /// close() of one descriptor: Reply::error(0) for success, an errno for
+  /// what close() returns, or parked (someone replies later, e.g. a start
+  /// that completes at close).
+  virtual Reply flush(fuse_req_t req);
   /// Default: always ready for what was asked (like a regular file).
   virtual Reply poll(fuse_req_t req, fuse_pollhandle* ph, unsigned events);
   /// st_size and mtime of what this handle reads, when it knows better than the path

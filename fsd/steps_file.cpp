@@ -35,12 +35,12 @@ class StepsHandle : public Handle {
     return Reply::written(data.size());
   }
 
-  int flush(fuse_req_t) override {
+  Reply flush(fuse_req_t) override {
     std::lock_guard g(mu_);
-    if (buf_.empty()) return 0;
+    if (buf_.empty()) return Reply::error(0);
     const std::string line = std::move(buf_);
     buf_.clear();
-    return apply(line);
+    return Reply::error(apply(line));
   }
 
  private:
