@@ -19,6 +19,7 @@ struct RawOptions {
   char* state_dir = nullptr;
   char* secrets_file = nullptr;
   char* mountpoint = nullptr;
+  char* source = nullptr;  // the first of two non-option arguments (mount(8)'s "none")
   unsigned wait_timeout = 600;
   unsigned long max_request = 4ul << 20;
   unsigned long output_max = 1ul << 20;
@@ -27,7 +28,7 @@ struct RawOptions {
   unsigned long max_running = 2000;
   unsigned long long log_max = sup::kDefaultLogMax;
   int allow_other = 0;
-  int extra_args = 0;  // a second non-option argument
+  int extra_args = 0;  // a third non-option argument
 };
 
 enum Key { kForeground, kDebug, kAllowOther };
@@ -38,6 +39,10 @@ const fuse_opt kSpec[] = {
     SBX_OPT("--state-dir=%s", state_dir),
     SBX_OPT("--secrets-file %s", secrets_file),
     SBX_OPT("--secrets-file=%s", secrets_file),
+    // The same as -o options, for mount(8) and /etc/fstab (mount.fuse3
+    // passes every option of the fstab line as -o).
+    SBX_OPT("state_dir=%s", state_dir),
+    SBX_OPT("secrets_file=%s", secrets_file),
     SBX_OPT("wait_timeout=%u", wait_timeout),
     SBX_OPT("max_request=%lu", max_request),
     SBX_OPT("output_max=%lu", output_max),
@@ -61,9 +66,15 @@ int on_option(void* data, const char* arg, int key, fuse_args* out) {
     case FUSE_OPT_KEY_NONOPT:
       // Ours, not fuse_parse_cmdline's: it realpath()s the mount point, which
       // fails on a stale mount that we are about to clean up.
-      if (raw->mountpoint) {
+      // `sbxfs SOURCE MOUNTPOINT` is how mount.fuse3 calls us (mount -t
+      // fuse.sbxfs SOURCE DIR, fstab): the source names nothing and is ignored.
+      if (raw->source) {
         raw->extra_args = 1;
         return -1;
+      }
+      if (raw->mountpoint) {
+        raw->source = raw->mountpoint;
+        raw->mountpoint = nullptr;
       }
       raw->mountpoint = strdup(arg);
       return 0;
@@ -88,11 +99,12 @@ sup::Result<Options> parse_options(int argc, char** argv) {
     std::free(raw.state_dir);
     std::free(raw.secrets_file);
     std::free(raw.mountpoint);
+    std::free(raw.source);
     fuse_opt_free_args(&args);
     return sup::Error{sup::Errc::invalid_argument, std::move(msg)};
   };
   if (fuse_opt_parse(&args, &raw, kSpec, on_option) != 0)
-    return fail(raw.extra_args ? "more than one mount point given" : "bad options (see --help)");
+    return fail(raw.extra_args ? "too many arguments: at most SOURCE and MOUNTPOINT" : "bad options (see --help)");
   // fstype fuse.sbxfs, fsname sbxfs, whatever argv[0] is called.
   if (fuse_opt_add_arg(&args, "-ofsname=sbxfs,subtype=sbxfs") != 0) return fail("out of memory");
 
@@ -114,6 +126,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
   std::free(raw.mountpoint);
+  std::free(raw.source);
   raw = RawOptions{};  // freed: fail() must not free them again
   o.foreground = cl.foreground;
   o.debug = cl.debug;
@@ -131,9 +144,10 @@ sup::Result<Options> parse_options(int argc, char** argv) {
 }
 
 std::string usage(const char* prog) {
-  return std::string("usage: ") + prog + " [options] [MOUNTPOINT]\n" +
+  return std::string("usage: ") + prog + " [options] [[SOURCE] MOUNTPOINT]\n" +
          "\n"
          "Process supervision as a filesystem. MOUNTPOINT defaults to " + kDefaultMountpoint + ".\n"
+         "SOURCE (mount(8) and /etc/fstab pass one, e.g. none) is ignored.\n"
          "\n"
          "sbxfs options:\n"
          "    -f   --foreground      stay in the foreground (default: return once mounted)\n"
@@ -141,6 +155,8 @@ std::string usage(const char* prog) {
          "    --state-dir DIR        records and logs (default: /var/lib/sbxfs as root,\n"
          "                           else $XDG_STATE_HOME/sbxfs or ~/.local/state/sbxfs)\n"
          "    --secrets-file FILE    KEY=VALUE lines whose values are masked everywhere\n"
+         "    -o state_dir=DIR, -o secrets_file=FILE\n"
+         "                           the same, as mount options (mount -t fuse.sbxfs, fstab)\n"
          "    -o wait_timeout=SEC    cap of a blocking read of procs/ID/wait (default 600)\n"
          "    -o max_request=BYTES   largest request written to cmd (default 4194304)\n"
          "    -o output_max=BYTES    cap of each stream in procs/ID/output (default 1048576)\n"

@@ -1,8 +1,9 @@
 #pragma once
 // The daemon's command line, parsed with libfuse's own parser (fuse_opt_parse
 // for sbxfs's options, then fuse_parse_cmdline for FUSE's):
-//   sbxfs [options] [MOUNTPOINT]
+//   sbxfs [options] [[SOURCE] MOUNTPOINT]      (SOURCE: mount.fuse3's, ignored)
 //   -f/--foreground, -d/--debug, --state-dir DIR, --secrets-file FILE,
+//   -o state_dir=DIR, -o secrets_file=FILE (the same, for mount(8) and fstab),
 //   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES,
 //                 keep_ended=N, keep_ended_sec=SEC, max_running=N,
 //                 log_max=BYTES
