@@ -26,13 +26,15 @@ std::string day_of(const std::string& at) { return at.substr(0, 10); }
 
 json opt(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
-/// The fields a completion line may carry, applied to `s`.
+/// A completion (the command ended) applied to `s`: what a `done` line
+/// carries, and what follows from it. Small on disk: timedOut only when
+/// true, ok never (a stop was carried out; a start is ok when it exited 0).
 void apply_done(BoxStep& s, const json& d) {
   if (d.contains("ms") && d["ms"].is_number()) s.ms = d["ms"].get<double>();
-  if (d.contains("ok") && d["ok"].is_boolean()) s.ok = d["ok"].get<bool>();
   if (d.contains("exitCode") && d["exitCode"].is_number_integer()) s.exit_code = d["exitCode"].get<int>();
   if (d.contains("signal") && d["signal"].is_string()) s.signal = d["signal"].get<std::string>();
-  if (d.contains("timedOut") && d["timedOut"].is_boolean()) s.timed_out = d["timedOut"].get<bool>();
+  s.timed_out = d.contains("timedOut") && d["timedOut"].is_boolean() && d["timedOut"].get<bool>();
+  s.ok = s.kind == "stop" || (s.exit_code && *s.exit_code == 0 && s.signal.empty() && !*s.timed_out);
 }
 
 /// A step line of the file (no completion applied); nullopt for anything else.
@@ -50,10 +52,11 @@ std::optional<BoxStep> step_of_line(const json& j) {
   s.bg_id = str("bgId");
   s.cwd = str("cwd");
   s.client = str("client");
-  apply_done(s, j);
+  s.ok = true;
   if (j.contains("error") && j["error"].is_object()) {
     const json& e = j["error"];
     s.error = BoxStep::Refusal{e.value("code", ""), e.value("message", "")};
+    s.ok = false;
   }
   return s;
 }
@@ -65,11 +68,7 @@ json line_of(const BoxStep& s) {
   if (!s.bg_id.empty()) j["bgId"] = s.bg_id;
   if (!s.cwd.empty()) j["cwd"] = s.cwd;
   if (!s.client.empty()) j["client"] = s.client;
-  if (s.ms) j["ms"] = *s.ms;
-  if (s.ok) j["ok"] = *s.ok;
-  if (s.exit_code) j["exitCode"] = *s.exit_code;
-  if (!s.signal.empty()) j["signal"] = s.signal;
-  if (s.timed_out) j["timedOut"] = *s.timed_out;
+  // ok is not stored: it follows from error and from the completion.
   if (s.error) j["error"] = {{"code", s.error->code}, {"message", s.error->message}};
   return j;
 }
@@ -221,12 +220,10 @@ void BoxSteps::complete_ended(const std::string& bg_id, std::optional<int> exit_
   auto it = open_.find(bg_id);
   if (it == open_.end()) return;
   for (const OpenStep& o : it->second) {
-    json done = {{"timedOut", timed_out}};
-    done["ms"] = static_cast<double>(std::max<std::int64_t>(0, ended_at_ms - o.at_ms));
+    json done = {{"ms", std::max<std::int64_t>(0, ended_at_ms - o.at_ms)}};
     if (exit_code) done["exitCode"] = *exit_code;
     if (!signal.empty()) done["signal"] = signal;
-    // ok: a stop that was carried out; a start whose command exited with 0.
-    done["ok"] = o.kind == "stop" || (exit_code && *exit_code == 0 && signal.empty());
+    if (timed_out) done["timedOut"] = true;
     for (BoxStep& s : latest_)
       if (s.id == o.id) apply_done(s, done);
     append({{"id", o.id}, {"done", done}});
