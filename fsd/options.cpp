@@ -1,5 +1,6 @@
 #include "fsd/options.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,8 @@ struct RawOptions {
   unsigned long keep_ended = 10000;
   unsigned long keep_ended_sec = 604800;  // a week
   unsigned long max_running = 2000;
+  long max_running_per_user = -1;  // -1: the default (a quarter of max_running under allow_other)
+  unsigned long keep_steps_sec = 604800;  // a week
   unsigned long long log_max = sup::kDefaultLogMax;
   int allow_other = 0;
   int extra_args = 0;  // a third non-option argument
@@ -49,6 +52,8 @@ const fuse_opt kSpec[] = {
     SBX_OPT("keep_ended=%lu", keep_ended),
     SBX_OPT("keep_ended_sec=%lu", keep_ended_sec),
     SBX_OPT("max_running=%lu", max_running),
+    SBX_OPT("max_running_per_user=%ld", max_running_per_user),
+    SBX_OPT("keep_steps_sec=%lu", keep_steps_sec),
     SBX_OPT("log_max=%llu", log_max),
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
@@ -121,6 +126,14 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.keep_ended = raw.keep_ended;
   o.keep_ended_sec = raw.keep_ended_sec;
   o.max_running = raw.max_running;
+  if (raw.max_running_per_user < -1) return fail("max_running_per_user must be >= 0");
+  // Default: under allow_other no user may take more than a quarter of the
+  // slots, so others can still start; alone on the box, no limit.
+  if (raw.max_running_per_user >= 0)
+    o.max_running_per_user = static_cast<std::size_t>(raw.max_running_per_user);
+  else if (raw.allow_other && raw.max_running > 0)
+    o.max_running_per_user = std::max<std::size_t>(1, raw.max_running / 4);
+  o.keep_steps_sec = raw.keep_steps_sec;
   o.log_max = raw.log_max;
   o.allow_other = raw.allow_other;
   std::free(raw.state_dir);
@@ -165,6 +178,9 @@ std::string usage(const char* prog) {
          "    -o keep_ended_sec=SEC  remove ended commands this long after they ended\n"
          "                           (default 604800, a week; 0: no age limit)\n"
          "    -o max_running=N       commands running at once; more: EAGAIN (default 2000; 0: no limit)\n"
+         "    -o max_running_per_user=N  commands one user may run at once; more: EAGAIN\n"
+         "                           (default: max_running/4 with allow_other, else no limit; 0: no limit)\n"
+         "    -o keep_steps_sec=SEC  keep the box's steps (steps.json) this long (default 604800; 0: forever)\n"
          "    -o log_max=BYTES       output kept per command; later output is counted, not\n"
          "                           kept (default 2147483648; 0: no limit)\n"
          "    -o allow_other         let every user in; each sees and runs only their own\n"
