@@ -217,6 +217,7 @@ sup::Status redirect_stdio(const std::string& dir) {
 // libfuse frees its copy of the mount point's name only in
 // fuse_session_unmount, which a detached mount must skip (see run()).
 extern "C" const char* __lsan_default_suppressions() { return "leak:fuse_session_mount\n"; }
+extern "C" const char* __lsan_default_options() { return "print_suppressions=0"; }
 
 int run(Options& opts) {
   fuse_set_log_func(log_line);

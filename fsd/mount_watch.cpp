@@ -7,12 +7,31 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdint>
+#include <cstdlib>
 
 namespace fsd {
 
-sup::Result<std::unique_ptr<MountWatch>> MountWatch::start(const std::string& mountpoint,
+namespace {
+
+/// Where the mount table shows `mountpoint`: with its parent's symlinks
+/// resolved (the mount itself must not be touched: its daemon may not serve
+/// yet).
+std::string as_mounted(const std::string& mountpoint) {
+  const std::size_t slash = mountpoint.rfind('/');
+  if (slash == std::string::npos || slash + 1 == mountpoint.size()) return mountpoint;
+  char parent[PATH_MAX];
+  if (::realpath(slash == 0 ? "/" : mountpoint.substr(0, slash).c_str(), parent) == nullptr) return mountpoint;
+  const std::string p(parent);
+  return (p == "/" ? "" : p) + mountpoint.substr(slash);
+}
+
+}  // namespace
+
+sup::Result<std::unique_ptr<MountWatch>> MountWatch::start(const std::string& path,
                                                           std::function<void()> on_gone) {
+  const std::string mountpoint = as_mounted(path);
   // Opened before the mount is looked up, so a change in between is seen.
   sup::UniqueFd table(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
   if (!table) return sup::error_from_errno(errno, "cannot open /proc/self/mountinfo");

@@ -21,7 +21,8 @@ namespace fsd {
 
 class MountWatch {
  public:
-  /// Watches the top sbxfs mount at `mountpoint` (absolute, just mounted).
+  /// Watches the top sbxfs mount at `mountpoint` (absolute, normalised, just
+  /// mounted; symlinks in its parent are resolved here, as the kernel did).
   /// `on_gone` runs once, on the watch's own thread, when that mount is no
   /// longer in the table. not_found when no sbxfs is mounted there.
   static sup::Result<std::unique_ptr<MountWatch>> start(const std::string& mountpoint,
