@@ -1063,7 +1063,7 @@ std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure
 }
 
 namespace {
-// The last figures of the running ones among `out` (never walks /proc here).
+// The figures of the running ones among `out`, sampled now where stale.
 void add_cpu(CpuSampler& sampler, std::vector<CommandStatus>& out, const std::vector<pid_t>& monitors) {
   std::vector<CpuSampler::Tree> trees;
   std::vector<std::size_t> at;
@@ -1103,7 +1103,8 @@ std::vector<RecordEntry> Supervisor::entries() const {
   return out;
 }
 
-std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::optional<uid_t> owner) const {
+std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::optional<uid_t> owner,
+                                                    CpuFigure cpu) const {
   std::vector<CommandStatus> out;
   std::vector<pid_t> monitors;
   std::size_t rest = 0;
@@ -1121,7 +1122,7 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::opt
       monitors.push_back(r.monitor.monitor_pid);
     }
   }
-  add_cpu(impl_->cpu, out, monitors);
+  if (cpu == CpuFigure::sample) add_cpu(impl_->cpu, out, monitors);
   if (ended) *ended = rest;
   return out;
 }
