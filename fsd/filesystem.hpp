@@ -21,6 +21,7 @@
 #include "fsd/inode.hpp"
 #include "fsd/open_handles.hpp"
 #include "fsd/parked_requests.hpp"
+#include "fsd/start_requests.hpp"
 #include "fsd/step_store.hpp"
 #include "supervisor/supervisor.hpp"
 
@@ -66,6 +67,7 @@ class Filesystem {
   const Config& config() const { return cfg_; }
   ErrorLog& errors() { return errors_; }
   ParkedRequests& parked() { return parked_; }
+  StartRequests& starts() { return starts_; }
   OpenHandles& handles() { return handles_; }
   const std::string& readme() const { return readme_; }
   ActivityLog& activity() { return activity_; }
@@ -99,9 +101,10 @@ class Filesystem {
   std::string log_tail(const sup::CommandStatus& st) const;
   std::string mask(std::string_view text, const std::string& id) const { return sup_.mask(text, id); }
 
-  /// Answers every parked request, then frees the files left open; called
-  /// once the FUSE loop has ended.
+  /// Answers every parked request (starts under way fail), then frees the
+  /// files left open; called once the FUSE loop has ended.
   void shutdown() {
+    sup_.cancel_starts();
     parked_.shutdown();
     handles_.clear();
   }
@@ -115,6 +118,7 @@ class Filesystem {
   ErrorLog errors_;
   OpenHandles handles_;  // before parked_: parked requests may point into handles
   ParkedRequests parked_;
+  StartRequests starts_;
   ActivityLog activity_;
   WorkDirSizes work_dir_sizes_;
   StepStore steps_;
