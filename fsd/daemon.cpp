@@ -202,6 +202,7 @@ int run(Options& opts) {
   sopts.retention.max_age = std::chrono::seconds(opts.keep_ended_sec);
   sopts.max_running = opts.max_running;
   sopts.log_max = opts.log_max;
+  sopts.start_timeout = std::chrono::seconds(opts.start_timeout_sec);
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());

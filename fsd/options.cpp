@@ -26,6 +26,7 @@ struct RawOptions {
   unsigned long keep_ended_sec = 604800;  // a week
   unsigned long max_running = 2000;
   unsigned long long log_max = sup::kDefaultLogMax;
+  unsigned start_timeout = 60;
   int allow_other = 0;
   int extra_args = 0;  // a second non-option argument
 };
@@ -45,6 +46,7 @@ const fuse_opt kSpec[] = {
     SBX_OPT("keep_ended_sec=%lu", keep_ended_sec),
     SBX_OPT("max_running=%lu", max_running),
     SBX_OPT("log_max=%llu", log_max),
+    SBX_OPT("start_timeout=%u", start_timeout),
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -110,6 +112,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.keep_ended_sec = raw.keep_ended_sec;
   o.max_running = raw.max_running;
   o.log_max = raw.log_max;
+  o.start_timeout_sec = raw.start_timeout;
   o.allow_other = raw.allow_other;
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
@@ -126,6 +129,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   if (o.wait_timeout_sec == 0) return fail("wait_timeout must be > 0");
   if (o.max_request == 0) return fail("max_request must be > 0");
   if (o.output_max == 0) return fail("output_max must be > 0");
+  if (o.start_timeout_sec == 0) return fail("start_timeout must be > 0");
   if (o.keep_ended_sec > 100ul * 366 * 24 * 3600) return fail("keep_ended_sec must be at most 100 years");
   return o;
 }
@@ -151,6 +155,8 @@ std::string usage(const char* prog) {
          "    -o max_running=N       commands running at once; more: EAGAIN (default 2000; 0: no limit)\n"
          "    -o log_max=BYTES       output kept per command; later output is counted, not\n"
          "                           kept (default 2147483648; 0: no limit)\n"
+         "    -o start_timeout=SEC   a start whose monitor does not report within SEC fails\n"
+         "                           with ETIMEDOUT, nothing started (default 60)\n"
          "    -o allow_other         let every user in; each sees and runs only their own\n"
          "\n"
          "unmount: fusermount3 -u MOUNTPOINT (running commands keep running)\n"

@@ -5,7 +5,7 @@
 //   -f/--foreground, -d/--debug, --state-dir DIR, --secrets-file FILE,
 //   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES,
 //                 keep_ended=N, keep_ended_sec=SEC, max_running=N,
-//                 log_max=BYTES
+//                 log_max=BYTES, start_timeout=SEC
 //   -h/--help, -V/--version
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +30,7 @@ struct Options {
   unsigned long keep_ended_sec = 604800;  ///< ended records kept this long; 0: no age limit
   std::size_t max_running = 2000;         ///< commands running at once; 0: no limit
   std::uint64_t log_max = sup::kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
+  unsigned start_timeout_sec = 60;        ///< a monitor's wait for each report of a start
   bool allow_other = false;
   bool foreground = false;
   bool debug = false;
