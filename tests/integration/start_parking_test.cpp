@@ -13,6 +13,14 @@
 namespace sbxit {
 namespace {
 
+/// The first three lines of `text`.
+std::vector<std::string> three_lines(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out(3);
+  for (std::string& line : out) std::getline(in, line);
+  return out;
+}
+
 double seconds_to(const std::function<void()>& f) {
   auto t0 = Clock::now();
   f();
@@ -178,11 +186,8 @@ TEST_F(StartParkingTest, AHandledSignalFailsTheWriteWithEintrAndARetryStartsAnew
       "print(os.pread(fd, 200, 0).decode().strip())\n",
       20, {{"SERVER", std::to_string(server_)}});
   ASSERT_EQ(r.code, 0) << r.err;
-  std::istringstream out(r.out);
-  std::string line1, line2, id;
-  std::getline(out, line1);
-  std::getline(out, line2);
-  std::getline(out, id);
+  const std::vector<std::string> lines = three_lines(r.out);
+  const std::string &line1 = lines[0], &line2 = lines[1], &id = lines[2];
   EXPECT_EQ(line1, "interrupted");
   EXPECT_EQ(line2.rfind("error: EINTR: ", 0), 0u) << line2;
   ASSERT_TRUE(is_auto_id(id)) << r.out;
@@ -225,11 +230,8 @@ TEST_F(StartParkingTest, AWriteOrReadDuringAStartAtCloseIsEbusy) {
       "print(res['close'], os.pread(fd, 100, 0).decode().strip())\n",
       20, {{"SERVER", std::to_string(server_)}});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
-  std::istringstream out(r.out);
-  std::string wr, rd, last;
-  std::getline(out, wr);
-  std::getline(out, rd);
-  std::getline(out, last);
+  const std::vector<std::string> lines = three_lines(r.out);
+  const std::string &wr = lines[0], &rd = lines[1], &last = lines[2];
   EXPECT_EQ(wr, "write Device or resource busy");
   EXPECT_EQ(rd, "read Device or resource busy");
   ASSERT_EQ(last.rfind("ok ", 0), 0u) << r.out;
