@@ -793,6 +793,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
 }
 
 Error interrupted_error() { return Error{Errc::interrupted, "the start was interrupted: nothing was started"}; }
+Error shutting_down_error() { return Error{Errc::io_error, "the supervisor is shutting down: nothing was started"}; }
 
 /// A start between its claim and its outcome (start_async). Made on the
 /// caller's thread; once handed to the event loop, touched only there.
@@ -947,6 +948,12 @@ void Supervisor::Impl::start_begin(const std::shared_ptr<Starting>& s) {
   const std::uint64_t token = s->token;
   starts.emplace(token, s);
   if (s->stop_asked) return start_fail(token, interrupted_error());
+  bool closing_now = false;
+  {
+    std::lock_guard g(mu);
+    closing_now = closing;  // cancel_starts() ran before this start reached the loop
+  }
+  if (closing_now) return start_fail(token, shutting_down_error());
   loop->watch(s->launch->report_fd(), [this, token] { start_report(token); });
   if (const int job = s->launch->job_fd(); job >= 0) {
     loop->watch(
@@ -1107,10 +1114,10 @@ void Supervisor::cancel_starts() {
   auto fail_all = [&I] {
     std::vector<std::uint64_t> tokens;
     for (auto& [token, s] : I.starts) tokens.push_back(token);
-    for (std::uint64_t t : tokens) I.start_fail(t, Error{Errc::io_error, "the supervisor is shutting down: nothing was started"});
+    for (std::uint64_t t : tokens) I.start_fail(t, shutting_down_error());
   };
   if (I.loop->on_loop_thread()) return fail_all();
-  // Starts handed to the loop before `closing` was set are queued ahead of this.
+  // A start handed to the loop after this task fails in start_begin.
   std::promise<void> done;
   I.loop->post([&] {
     fail_all();
