@@ -47,8 +47,7 @@ class StartParkingTest : public SbxfsTest {
     return 0;
   }
   void stop_server() {
-    server_ = monitor_server();
-    ASSERT_GT(server_, 0) << "no monitor server found";
+    ASSERT_TRUE(wait_until([&] { return (server_ = monitor_server()) > 0; }, 5s)) << "no monitor server found";
     ASSERT_EQ(::kill(server_, SIGSTOP), 0);
   }
   void cont_server() { ASSERT_EQ(::kill(server_, SIGCONT), 0); }

@@ -34,14 +34,17 @@ class StartAsyncTest : public SupervisorTest {
     SupervisorTest::TearDown();
   }
 
-  /// Stops this process's monitor server (`sbxfs-monitor --serve`).
+  /// Stops this process's monitor server (`sbxfs-monitor --serve`), once
+  /// its exec is over (a sanitizer build may exec itself again at start).
   void stop_server() {
-    for (const std::string& task : dir_entries("/proc/self/task")) {
-      std::istringstream in(read_file("/proc/self/task/" + task + "/children"));
-      for (pid_t pid; in >> pid;)
-        if (proc_cmdline(pid).find("--serve") != std::string::npos) server_ = pid;
-    }
-    ASSERT_GT(server_, 0);
+    ASSERT_TRUE(wait_until([&] {
+      for (const std::string& task : dir_entries("/proc/self/task")) {
+        std::istringstream in(read_file("/proc/self/task/" + task + "/children"));
+        for (pid_t pid; in >> pid;)
+          if (proc_cmdline(pid).find("--serve") != std::string::npos) server_ = pid;
+      }
+      return server_ > 0;
+    }, 5000ms)) << "no monitor server among this process's children";
     ASSERT_EQ(::kill(server_, SIGSTOP), 0);
   }
 
