@@ -6,6 +6,7 @@
 // shutdown answers it, exactly once.
 //
 // Also the pollhandles of `poll()` on `wait` and `ready`: notified likewise.
+// Every answer goes through send_reply().
 //
 // Thread-safety: all methods may be called from any thread. Answers and poll
 // notifications run outside mu_ (libfuse's interrupt callback takes req->lock
