@@ -18,6 +18,11 @@
 //   wake       sbxfs_wake / waitpid_wake: from bench_stamp's CLOCK_MONOTONIC
 //              stamp (its last instruction) to the waiter's own clock when the
 //              wait read (resp. waitpid) returns
+//   wake_busy  sbxfs_wake_idle / sbxfs_wake_busy: one waiter's wake-up (its
+//              bench_stamp, ending at a set moment, to its `wait` answer),
+//              alone, and while --busy=N (default 50) commands that printed
+//              1 MiB each end at the same moment, each with an `output` read
+//              waiting for it
 //   listing    status_json: open/read/close of status.json; ls_procs: `ls DIR/procs`
 //              to /dev/null; readdir_procs: opendir/readdir/closedir in process;
 //              ls_baseline (with --ls-baseline=DIR): `ls DIR` to /dev/null, e.g. the
@@ -58,6 +63,7 @@ struct Config {
   std::string tsp;
   std::string stamp;
   int delay_ms = 10;
+  int busy = 50;
   long fill = -1;
   int par = 4;
   std::string req;
@@ -245,6 +251,72 @@ void BM_bash_true(benchmark::State& state) {
     state.SetIterationTime(double(t1 - t0) / 1e9);
   }
 }
+
+// ---- wake_busy -------------------------------------------------------------
+
+// Starts the waiter (and `busy` commands that print 1 MiB, then end at the
+// same moment), parks a `wait` read for the waiter and an `output` read for
+// each of the others, and returns the waiter's wake-up in ns (< 0: failed).
+double wake_among(int busy, std::string* why) {
+  // Late enough for every start and read to be issued before it.
+  const int64_t end_at = mono_ns() + int64_t(busy) * 6000000LL + 300000000LL;
+  const std::string until = std::to_string(end_at);
+  const std::string heavy =
+      "{\"cmd\": \"head -c 1048576 /dev/zero | tr '\\\\000' a; exec " + cfg.stamp + " --until " + until +
+      " > /dev/null\"}\n";
+  std::vector<std::string> ids;
+  for (int i = 0; i < busy; ++i) {
+    std::string id;
+    if (!start(heavy, &id, why)) return -1;
+    ids.push_back(id);
+  }
+  std::string waiter;
+  // A millisecond after the others: their answers are under way when it ends.
+  if (!start("{\"argv\": [" + json_str(cfg.stamp) + ", \"--until\", \"" + std::to_string(end_at + 1000000) + "\"]}\n",
+             &waiter, why))
+    return -1;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (const std::string& id : ids)
+    readers.emplace_back([&, id] {
+      int err = 0;
+      std::string ans = slurp(cfg.mount + "/procs/" + id + "/output", &err);
+      if (err || ans.size() < (1u << 20)) ++bad;
+    });
+  int err = 0;
+  std::string ans = slurp(cfg.mount + "/procs/" + waiter + "/wait", &err);
+  const int64_t woke = mono_ns();
+  for (std::thread& t : readers) t.join();
+  if (err || ans.find("\"stillRunning\": false") == std::string::npos) {
+    *why = "wait failed";
+    return -1;
+  }
+  if (bad) {
+    *why = std::to_string(bad.load()) + " output reads failed";
+    return -1;
+  }
+  const long long stamp = std::atoll(slurp(cfg.mount + "/procs/" + waiter + "/stdout").c_str());
+  if (stamp <= 0) {
+    *why = "no stamp in stdout";
+    return -1;
+  }
+  return double(woke - stamp);
+}
+
+void run_wake_among(benchmark::State& state, int busy) {
+  for (auto _ : state) {
+    std::string why;
+    const double ns = wake_among(busy, &why);
+    if (ns < 0) {
+      state.SkipWithError(why.c_str());
+      return;
+    }
+    state.SetIterationTime(ns / 1e9);
+  }
+}
+
+void BM_sbxfs_wake_idle(benchmark::State& state) { run_wake_among(state, 0); }
+void BM_sbxfs_wake_busy(benchmark::State& state) { run_wake_among(state, cfg.busy); }
 
 // ---- wake ------------------------------------------------------------------
 
@@ -483,6 +555,7 @@ int main(int argc, char** argv) {
       continue;
     if (take(a, "--runs", &v)) cfg.runs = std::atoi(v.c_str());
     else if (take(a, "--delay-ms", &v)) cfg.delay_ms = std::atoi(v.c_str());
+    else if (take(a, "--busy", &v)) cfg.busy = std::max(1, std::atoi(v.c_str()));
     else if (take(a, "--fill", &v)) cfg.fill = std::atol(v.c_str());
     else if (take(a, "--par", &v)) cfg.par = std::max(1, std::atoi(v.c_str()));
     else if (std::strcmp(a, "--stop") == 0) cfg.stop = true;
@@ -502,20 +575,25 @@ int main(int argc, char** argv) {
   } else if (cfg.group == "shell") {
     reg("sbxfs_shell", BM_sbxfs_shell);
     reg("bash_true", BM_bash_true);
-  } else if (cfg.group == "wake") {
+  } else if (cfg.group == "wake" || cfg.group == "wake_busy") {
     if (cfg.stamp.empty()) {
-      std::fprintf(stderr, "bench_mount: --group=wake needs --stamp=PATH (bench_stamp)\n");
+      std::fprintf(stderr, "bench_mount: --group=%s needs --stamp=PATH (bench_stamp)\n", cfg.group.c_str());
       return 2;
     }
-    reg("sbxfs_wake", BM_sbxfs_wake);
-    reg("waitpid_wake", BM_waitpid_wake);
+    if (cfg.group == "wake") {
+      reg("sbxfs_wake", BM_sbxfs_wake);
+      reg("waitpid_wake", BM_waitpid_wake);
+    } else {
+      reg("sbxfs_wake_idle", BM_sbxfs_wake_idle);
+      reg("sbxfs_wake_busy", BM_sbxfs_wake_busy);
+    }
   } else if (cfg.group == "listing") {
     reg("status_json", BM_status_json);
     reg("ls_procs", BM_ls_procs);
     reg("readdir_procs", BM_readdir_procs);
     if (!cfg.ls_baseline.empty()) reg("ls_baseline", BM_ls_baseline);
   } else {
-    std::fprintf(stderr, "bench_mount: --group=roundtrip|shell|wake|listing\n");
+    std::fprintf(stderr, "bench_mount: --group=roundtrip|shell|wake|wake_busy|listing\n");
     return 2;
   }
   int n = int(rest.size());

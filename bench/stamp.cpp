@@ -2,15 +2,23 @@
 // clock_gettime(CLOCK_MONOTONIC) in nanoseconds and a newline to stdout and
 // exits at once. The wake-up figure compares that stamp, the command's last
 // instruction, with the moment a waiter learns that the command has ended.
+//
+// bench_stamp --until NS: the same, sleeping until CLOCK_MONOTONIC reaches
+// NS nanoseconds (many commands started one after another end at one moment).
 #include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 int main(int argc, char** argv) {
-  long delay_ms = argc > 1 ? std::atol(argv[1]) : 0;
-  if (delay_ms > 0) {
+  if (argc > 2 && std::strcmp(argv[1], "--until") == 0) {
+    const long long until = std::atoll(argv[2]);
+    timespec t{static_cast<time_t>(until / 1000000000LL), static_cast<long>(until % 1000000000LL)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) != 0) {
+    }
+  } else if (long delay_ms = argc > 1 ? std::atol(argv[1]) : 0; delay_ms > 0) {
     timespec d{delay_ms / 1000, (delay_ms % 1000) * 1000000L};
     while (nanosleep(&d, &d) != 0) {
     }

@@ -15,7 +15,7 @@ Reply BlockingReadHandle::read(fuse_req_t req, std::size_t size, off_t off) {
   // The kernel sends no release while this read is unanswered, so `this`
   // outlives the parked request.
   fs_.parked().park(req, id_, until_, fs_.config().wait_timeout,
-                    [this, size, off](ParkedRequests::Outcome why) { return answer(why, size, off); });
+                    [this, size, off](ParkedRequests::Outcome why) { return answer(why, size, off); }, cost());
   return Reply::parked();
 }
 
@@ -24,7 +24,7 @@ bool BlockingReadHandle::answer_ready() {
     std::lock_guard g(mu_);
     if (answer_) return true;
   }
-  const std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
+  const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
   return !st || !st->running || (until_ == ParkedRequests::Until::ready && st->ready);
 }
 
@@ -47,7 +47,8 @@ Reply BlockingReadHandle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events)
 Reply BlockingReadHandle::answer(ParkedRequests::Outcome why, std::size_t size, off_t off) {
   std::lock_guard g(mu_);
   if (!answer_) {
-    const std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
+    const std::optional<sup::CommandStatus> st =
+        fs_.sup().status(id_, shows_cpu() ? sup::CpuFigure::sample : sup::CpuFigure::skip);
     if (!st || why == ParkedRequests::Outcome::gone) return Reply::error(ENOENT);
     answer_ = build(*st, why);
   }

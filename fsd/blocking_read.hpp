@@ -27,6 +27,10 @@ class BlockingReadHandle : public Handle {
  protected:
   /// The answer text for `why` (never gone), from the record as it is now.
   virtual std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) = 0;
+  /// What build() costs (heavy answers are built off the event thread).
+  virtual ParkedRequests::Cost cost() const { return ParkedRequests::Cost::light; }
+  /// Whether build() shows the record's `cpu` (else it is not sampled).
+  virtual bool shows_cpu() const { return true; }
 
   Filesystem& fs_;
   const std::string id_;

@@ -10,19 +10,30 @@
 //     NOTES.md §4); the whole buffer is one shell command; or at once when
 //     it holds bytes that no text can hold (a NUL, bytes that are not UTF-8);
 //   - anything still buffered at flush (close), or at a read on the same file.
-// The request is validated and started inside the write that completes it,
-// so the write's result is the start's result; its answer, "<bgId>\n" or
+// The request is validated and started by the write that completes it, so
+// the write's result is the start's result; its answer, "<bgId>\n" or
 // "error: ERRNO: reason\n", is then readable from the same open file. The
 // reader's file position is where that write left it (after it if it
-// succeeded, at it if it failed; NOTES.md §4), so the answer is served from
-// that offset on. A rejected request also goes to `errors`. The next write
-// on the file starts a new request.
+// succeeded, at it if it failed), so the answer is served from that offset
+// on. A rejected request also goes to `errors`. The next write on the file
+// starts a new request.
+//
+// A start holds no FUSE thread: the request (write, flush or read) that
+// completes it is parked and answered from the supervisor's event thread
+// when the monitor reports the exec (Supervisor::start_async); only its
+// validation runs here. While it is under way, another write or read on the
+// same open file fails with EBUSY (the kernel sends them only from other
+// threads or processes sharing the file) and a flush answers at once. An
+// interrupt of the parked request (Ctrl-C, `timeout`) calls the start off:
+// EINTR, nothing started, no record (StartRequests).
 //
 // procs/ID/cmd starts the request in slot ID (empty, or its command ended:
 // replaced; running: EBUSY); a read without a write shows the command.
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <mutex>
+#include <stop_token>
 
 #include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
@@ -66,7 +77,12 @@ class CmdHandle : public Handle {
       : fs_(fs), slot_(std::move(slot)), shown_(std::move(shown)) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t off) override {
-    std::lock_guard g(mu_);
+    std::unique_lock g(mu_);
+    if (starting_) {
+      fs_.errors().add(path(), EBUSY, "a start is under way on this open file: write the next request after it answered",
+                       fs_.mask(data.substr(0, ErrorLog::kRequestChars), ""), slot_);
+      return Reply::error(EBUSY);
+    }
     if (too_big_) return Reply::error(E2BIG);  // the rest of a rejected oversized write
     if (done_) {
       // The rejected bytes again (Python's buffered writer retries them at
@@ -88,24 +104,26 @@ class CmdHandle : public Handle {
     end_ = off + static_cast<off_t>(data.size());
     if (!complete(data)) return Reply::written(data.size());
     // A failed write leaves the reader's position where the write began.
-    const int err = run(req, off + static_cast<off_t>(data.size()), off);
-    return err ? Reply::error(err) : Reply::written(data.size());
+    const std::size_t n = data.size();
+    return start(g, req, off + static_cast<off_t>(n), off,
+                 [n](int err) { return err ? Reply::error(err) : Reply::written(n); });
   }
 
   Reply flush(fuse_req_t req) override {
-    std::lock_guard g(mu_);
+    std::unique_lock g(mu_);
     too_big_ = false;
+    if (starting_) return Reply::error(0);  // the request that started it answers for it
     if (done_ || is_blank(buf_)) return Reply::error(0);  // bash flushes before it writes
-    return Reply::error(run(req, end_, end_));
+    return start(g, req, end_, end_, [](int err) { return Reply::error(err); });
   }
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override {
-    std::lock_guard g(mu_);
-    if (!done_ && !is_blank(buf_)) run(req, off, off);  // `printf 'x' >&3; read <&3`: no newline, no flush
+    std::unique_lock g(mu_);
+    if (starting_) return Reply::error(EBUSY);  // its answer is not there yet
+    // `printf 'x' >&3; read <&3`: no newline, no flush: this read starts it.
+    if (!done_ && !is_blank(buf_)) return start(g, req, off, off, [this, size, off](int) { return answer(size, off); });
     if (!done_) return Reply::slice(shown_, off, size);
-    // A read from before the answer's place (pread at 0) gets it from the start.
-    const off_t rel = off >= answer_at_ ? off - answer_at_ : off;
-    return Reply::slice(answer_, rel, size);
+    return answer(size, off);
   }
 
  private:
@@ -134,17 +152,28 @@ class CmdHandle : public Handle {
     return last.size() < kSplitWrite && !last.empty() && last.back() == '\n';
   }
 
-  /// Validates and starts the buffered request; returns 0 or the errno. The
-  /// answer is served from file offset `ok_at` (started) or `err_at` (rejected). Holds mu_.
-  int run(fuse_req_t req, off_t ok_at, off_t err_at) {
+  /// The answer of the last request, as a read at `off` sees it. Holds mu_.
+  Reply answer(std::size_t size, off_t off) const {
+    // A read from before the answer's place (pread at 0) gets it from the start.
+    const off_t rel = off >= answer_at_ ? off - answer_at_ : off;
+    return Reply::slice(answer_, rel, size);
+  }
+
+  /// The reply of the request that completed a start, from its errno (0: started).
+  using MakeReply = std::function<Reply(int err)>;
+
+  /// Validates the buffered request and starts it; the answer is served
+  /// from file offset `ok_at` (started) or `err_at` (rejected). A request
+  /// refused here is answered at once; else parked: started() answers it.
+  Reply start(std::unique_lock<std::mutex>& g, fuse_req_t req, off_t ok_at, off_t err_at, MakeReply make_reply) {
     Requester who = Requester::of(req);
     who.load_client();  // once per request
     sup::Result<sup::StartSpec> spec = sup::parse_request(buf_, who.cwd());
-    if (!spec) return finish_rejected(to_errno(spec.error().code), spec.error().message, err_at, &who);
+    if (!spec) return make_reply(finish_rejected(to_errno(spec.error().code), spec.error().message, err_at, &who));
     if (!slot_.empty()) {
       if (!spec->name.empty() && spec->name != slot_)
-        return finish_rejected(
-            EINVAL, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd", err_at, &who);
+        return make_reply(finish_rejected(
+            EINVAL, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd", err_at, &who));
       spec->name = slot_;
     }
     spec->requester_sid = who.sid;
@@ -153,14 +182,42 @@ class CmdHandle : public Handle {
     spec->env.try_emplace("SBX_MOUNT", fs_.config().mountpoint);
     spec->requester_uid = who.uid;
     if (fs_.config().allow_other) spec->run_as = credentials(req, who);
-    const sup::Result<sup::CommandStatus> st =
-        fs_.sup().start(*spec, slot_.empty() ? sup::StartMode::new_only : sup::StartMode::reuse_slot);
-    if (!st) return finish_rejected(to_errno(st.error().code), st.error().message, err_at, &who);
-    fs_.node_of(*st, Kind::record_dir);  // learn its serial now
-    fs_.note_action("start", st->cmd_full, st->bg_id, &*st);
-    finish(st->bg_id + "\n", ok_at);
-    return 0;
+    starting_ = true;  // buf_ stays as it is until started(): it is what errors show
+    g.unlock();        // started() may run at once, on this thread
+    const std::stop_token stop = fs_.starts().add(req);
+    fs_.sup().start_async(
+        *spec, slot_.empty() ? sup::StartMode::new_only : sup::StartMode::reuse_slot,
+        [this, req, ok_at, err_at, who, make_reply = std::move(make_reply)](sup::Result<sup::CommandStatus> st) {
+          started(req, st, ok_at, err_at, who, make_reply);
+        },
+        stop);
+    return Reply::parked();
   }
+
+  /// The start's outcome: the answer is fixed, then the request answered.
+  /// The file stays open until then (the kernel sends no release while a
+  /// request on it is unanswered), so `this` is alive.
+  void started(fuse_req_t req, const sup::Result<sup::CommandStatus>& st, off_t ok_at, off_t err_at,
+               const Requester& who, const MakeReply& make_reply) {
+    Reply r = Reply::error(0);
+    {
+      std::lock_guard g(mu_);
+      starting_ = false;
+      int err = 0;
+      if (!st) {
+        err = finish_rejected(to_errno(st.error().code), st.error().message, err_at, &who);
+      } else {
+        fs_.node_of(*st, Kind::record_dir);  // learn its serial now
+        fs_.note_action("start", st->cmd_full, st->bg_id, &*st);
+        finish(st->bg_id + "\n", ok_at);
+      }
+      r = make_reply(err);
+    }
+    fs_.starts().forget(req);
+    send_reply(req, r);
+  }
+
+  std::string path() const { return slot_.empty() ? "cmd" : "procs/" + slot_ + "/cmd"; }
 
   /// The reason (which may quote the request: a cwd, a key) and the request
   /// are shown with the request's own secrets masked, then the global ones.
@@ -168,7 +225,7 @@ class CmdHandle : public Handle {
   int finish_rejected(int err, const std::string& reason, off_t at, const Requester* who = nullptr) {
     const std::vector<std::string> secrets = request_secrets(buf_);
     std::string rejected = buf_;
-    const std::string shown = fs_.errors().add(slot_.empty() ? "cmd" : "procs/" + slot_ + "/cmd", err,
+    const std::string shown = fs_.errors().add(path(), err,
                                                sup::mask_secrets(reason, secrets),
                                                sup::mask_secrets(buf_, secrets), slot_);
     if (who) fs_.note_refused_start(fs_.mask(sup::mask_secrets(buf_, secrets), slot_), err, shown, *who);
@@ -202,6 +259,7 @@ class CmdHandle : public Handle {
   std::string buf_;             // guarded by mu_: the request being written
   bool done_ = false;           // guarded by mu_: a request completed; the next write starts anew
   bool too_big_ = false;        // guarded by mu_: refusing the rest of an oversized write
+  bool starting_ = false;       // guarded by mu_: a start is under way (buf_ is its request)
   std::string answer_;          // guarded by mu_: "<bgId>\n" or "error: ...\n"
   std::string rejected_;        // guarded by mu_: the bytes of the request last refused
   int rejected_err_ = 0;        // guarded by mu_: its errno; 0 after a start

@@ -21,6 +21,8 @@ int to_errno(sup::Errc code) {
     case sup::Errc::no_such_process: return ESRCH;
     case sup::Errc::io_error: return EIO;
     case sup::Errc::no_space: return ENOSPC;
+    case sup::Errc::interrupted: return EINTR;
+    case sup::Errc::timed_out: return ETIMEDOUT;
   }
   return EIO;
 }

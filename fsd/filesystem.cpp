@@ -122,7 +122,7 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
                              const sup::CommandStatus* st) {
   std::optional<sup::CommandStatus> looked_up;
   if (!st && !id.empty()) {
-    looked_up = sup_.status(id);
+    looked_up = sup_.status(id, sup::CpuFigure::skip);  // the note shows no cpu
     if (looked_up) st = &*looked_up;
   }
   sup::BoxStep step;

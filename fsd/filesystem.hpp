@@ -20,6 +20,7 @@
 #include "fsd/inode.hpp"
 #include "fsd/open_handles.hpp"
 #include "fsd/parked_requests.hpp"
+#include "fsd/start_requests.hpp"
 #include "fsd/step_store.hpp"
 #include "supervisor/box_steps.hpp"
 #include "supervisor/supervisor.hpp"
@@ -75,6 +76,7 @@ class Filesystem {
   const Config& config() const { return cfg_; }
   ErrorLog& errors() { return errors_; }
   ParkedRequests& parked() { return parked_; }
+  StartRequests& starts() { return starts_; }
   OpenHandles& handles() { return handles_; }
   const std::string& readme() const { return readme_; }
   sup::BoxSteps& box_steps() { return *box_steps_; }
@@ -115,11 +117,12 @@ class Filesystem {
   std::string log_tail(const sup::CommandStatus& st) const;
   std::string mask(std::string_view text, const std::string& id) const { return sup_.mask(text, id); }
 
-  /// Stops listening to the supervisor, answers every parked request, then
-  /// frees the files left open; called once the FUSE loop has ended, before
-  /// the supervisor goes away.
+  /// Stops listening to the supervisor, answers every parked request (starts
+  /// under way fail), then frees the files left open; called once the FUSE
+  /// loop has ended, before the supervisor goes away.
   void shutdown() {
     sup_.unsubscribe(ended_subscription_);
+    sup_.cancel_starts();
     parked_.shutdown();
     handles_.clear();
   }
@@ -133,6 +136,7 @@ class Filesystem {
   ErrorLog errors_;
   OpenHandles handles_;  // before parked_: parked requests may point into handles
   ParkedRequests parked_;
+  StartRequests starts_;
   std::unique_ptr<sup::BoxSteps> box_steps_;
   std::uint64_t ended_subscription_ = 0;
   WorkDirSizes work_dir_sizes_;

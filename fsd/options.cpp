@@ -30,6 +30,7 @@ struct RawOptions {
   long max_running_per_user = -1;  // -1: the default (a quarter of max_running under allow_other)
   unsigned long keep_steps_sec = 604800;  // a week
   unsigned long long log_max = sup::kDefaultLogMax;
+  unsigned start_timeout = 60;
   int allow_other = 0;
   int extra_args = 0;  // a third non-option argument
 };
@@ -55,6 +56,7 @@ const fuse_opt kSpec[] = {
     SBX_OPT("max_running_per_user=%ld", max_running_per_user),
     SBX_OPT("keep_steps_sec=%lu", keep_steps_sec),
     SBX_OPT("log_max=%llu", log_max),
+    SBX_OPT("start_timeout=%u", start_timeout),
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -135,6 +137,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
     o.max_running_per_user = std::max<std::size_t>(1, raw.max_running / 4);
   o.keep_steps_sec = raw.keep_steps_sec;
   o.log_max = raw.log_max;
+  o.start_timeout_sec = raw.start_timeout;
   o.allow_other = raw.allow_other;
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
@@ -152,6 +155,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   if (o.wait_timeout_sec == 0) return fail("wait_timeout must be > 0");
   if (o.max_request == 0) return fail("max_request must be > 0");
   if (o.output_max == 0) return fail("output_max must be > 0");
+  if (o.start_timeout_sec == 0) return fail("start_timeout must be > 0");
   if (o.keep_ended_sec > 100ul * 366 * 24 * 3600) return fail("keep_ended_sec must be at most 100 years");
   return o;
 }
@@ -183,6 +187,8 @@ std::string usage(const char* prog) {
          "    -o keep_steps_sec=SEC  keep the box's steps (steps.json) this long (default 604800; 0: forever)\n"
          "    -o log_max=BYTES       output kept per command; later output is counted, not\n"
          "                           kept (default 2147483648; 0: no limit)\n"
+         "    -o start_timeout=SEC   a start whose monitor does not report within SEC fails\n"
+         "                           with ETIMEDOUT, nothing started (default 60)\n"
          "    -o allow_other         let every user in; each sees and runs only their own\n"
          "\n"
          "unmount: fusermount3 -u MOUNTPOINT (running commands keep running)\n"

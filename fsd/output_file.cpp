@@ -98,6 +98,10 @@ class OutputHandle : public BlockingReadHandle {
       : BlockingReadHandle(fs, std::move(id), reader, ParkedRequests::Until::ended) {}
 
  private:
+  // Up to twice output_max read, escaped and dumped: not on the event thread.
+  ParkedRequests::Cost cost() const override { return ParkedRequests::Cost::heavy; }
+  bool shows_cpu() const override { return false; }
+
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
     const std::size_t cap = fs_.config().output_max;
     Stream out = read_end(st.stdout_file, cap);

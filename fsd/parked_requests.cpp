@@ -14,7 +14,7 @@ ParkedRequests::ParkedRequests(sup::Supervisor& sup) : sup_(sup) {
 ParkedRequests::~ParkedRequests() { shutdown(); }
 
 void ParkedRequests::park(fuse_req_t req, const std::string& id, Until until,
-                          std::optional<std::chrono::milliseconds> cap, Answer answer) {
+                          std::optional<std::chrono::milliseconds> cap, Answer answer, Cost cost) {
   // NOTES.md §1: register before taking mu_ (libfuse calls back under
   // req->lock, and at once if the interrupt already came).
   fuse_req_interrupt_func(req, &ParkedRequests::on_interrupt, this);
@@ -23,16 +23,16 @@ void ParkedRequests::park(fuse_req_t req, const std::string& id, Until until,
     std::unique_lock g(mu_);
     if (closed_) {
       g.unlock();
-      fuse_reply_err(req, EIO);
+      send_reply(req, Reply::error(EIO));
       return;
     }
     if (fuse_req_interrupted(req)) {
       g.unlock();
-      fuse_reply_err(req, EINTR);
+      send_reply(req, Reply::error(EINTR));
       return;
     }
     seq = next_seq_++;
-    parked_.emplace(req, Parked{id, until, std::move(answer), seq, 0});
+    parked_.emplace(req, Parked{id, until, std::move(answer), seq, 0, cost});
   }
   // From here on another thread may answer (and free) req at any moment;
   // `seq` makes sure we only ever take back our own request.
@@ -73,7 +73,7 @@ void ParkedRequests::on_interrupt(fuse_req_t req, void* self) {
   // can share its address: no seq needed.
   std::optional<Parked> p = me->take(req);
   if (!p) return;  // answered by someone else, or not parked yet (park() checks again)
-  fuse_reply_err(req, EINTR);
+  send_reply(req, Reply::error(EINTR));
   if (p->timer) me->sup_.cancel_timer(p->timer);
 }
 
@@ -89,7 +89,21 @@ void ParkedRequests::on_cap(fuse_req_t req, std::uint64_t seq) {
   // It happened just now (its event will find nothing here): say so; else capped.
   Outcome why = Outcome::capped;
   if (!holds(p->id, p->until, &why)) why = Outcome::capped;
-  send_reply(req, p->answer(why));
+  deliver(req, std::move(*p), why);
+}
+
+void ParkedRequests::deliver(fuse_req_t req, Parked p, Outcome why) {
+  if (p.cost == Cost::light) return send_reply(req, p.answer(why));
+  {
+    std::lock_guard g(mu_);
+    ++building_;
+  }
+  sup_.post_work([this, req, answer = std::move(p.answer), why] {
+    send_reply(req, answer(why));
+    std::lock_guard g(mu_);
+    --building_;
+    built_.notify_all();
+  });
 }
 
 void ParkedRequests::on_event(const sup::Event& ev) {
@@ -97,7 +111,7 @@ void ParkedRequests::on_event(const sup::Event& ev) {
   if (ev.kind != K::ended && ev.kind != K::removed && ev.kind != K::ready) return;
   // Events are delivered asynchronously: the slot may run again by now
   // (procs/ID/cmd restarted it). Decide on the record as it is now.
-  const std::optional<sup::CommandStatus> st = sup_.status(ev.bg_id);
+  const std::optional<sup::CommandStatus> st = sup_.status(ev.bg_id, sup::CpuFigure::skip);
   Outcome why_ended = Outcome::ended, why_ready = Outcome::ended;
   const bool ended = holds(st, Until::ended, &why_ended);
   const bool ready = holds(st, Until::ready, &why_ready);
@@ -130,7 +144,7 @@ void ParkedRequests::on_event(const sup::Event& ev) {
   }
   for (auto& [req, p, why] : due) {
     if (p.timer) sup_.cancel_timer(p.timer);
-    send_reply(req, p.answer(why));
+    deliver(req, std::move(p), why);
   }
   // NOTES.md §3: notify from this thread, never from a handler or under a lock.
   for (fuse_pollhandle* ph : polls) {
@@ -149,7 +163,7 @@ std::optional<ParkedRequests::Parked> ParkedRequests::take(fuse_req_t req) {
 }
 
 bool ParkedRequests::holds(const std::string& id, Until until, Outcome* why) const {
-  return holds(sup_.status(id), until, why);
+  return holds(sup_.status(id, sup::CpuFigure::skip), until, why);
 }
 
 bool ParkedRequests::holds(const std::optional<sup::CommandStatus>& st, Until until, Outcome* why) {
@@ -225,9 +239,12 @@ void ParkedRequests::shutdown() {
   sup_.unsubscribe(subscription_);
   for (auto& [req, p] : parked) {
     if (p.timer) sup_.cancel_timer(p.timer);
-    fuse_reply_err(req, EIO);
+    send_reply(req, Reply::error(EIO));
   }
   for (auto& [owner, w] : watches) fuse_pollhandle_destroy(w.ph);
+  // Heavy answers refer to their open files: wait until they are sent.
+  std::unique_lock g(mu_);
+  built_.wait(g, [this] { return building_ == 0; });
 }
 
 }  // namespace fsd

@@ -6,12 +6,17 @@
 // shutdown answers it, exactly once.
 //
 // Also the pollhandles of `poll()` on `wait` and `ready`: notified likewise.
+// Every answer goes through send_reply().
 //
 // Thread-safety: all methods may be called from any thread. Answers and poll
 // notifications run outside mu_ (libfuse's interrupt callback takes req->lock
-// and then mu_, so nothing may reply while holding mu_), mostly on the
-// supervisor's event thread.
+// and then mu_, so nothing may reply while holding mu_). An answer due by an
+// event or a cap is built on the supervisor's event thread when it is
+// light, and on its worker pool when it is heavy (Cost::heavy: many
+// reads of a big file), so that one big answer never delays the wake-up of
+// another reader. Deciding whether a request is due reads no CPU figure.
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -41,6 +46,9 @@ class ParkedRequests {
   };
   /// Computes the reply for a parked request; runs once, on whichever thread answers.
   using Answer = std::function<Reply(Outcome)>;
+  /// What building an answer costs: light (a small record, a short tail)
+  /// or heavy (megabytes read, as for procs/ID/output).
+  enum class Cost { light, heavy };
 
   explicit ParkedRequests(sup::Supervisor& sup);
   ~ParkedRequests();
@@ -52,7 +60,7 @@ class ParkedRequests {
   /// Answers at once when `until` holds already. After this call the caller
   /// must not touch `req`.
   void park(fuse_req_t req, const std::string& id, Until until,
-            std::optional<std::chrono::milliseconds> cap, Answer answer);
+            std::optional<std::chrono::milliseconds> cap, Answer answer, Cost cost = Cost::light);
 
   /// Keeps `ph` until `until` holds for command `id`, then notifies it.
   /// `owner` (the open file) replaces its previous pollhandle. Returns true
@@ -61,8 +69,9 @@ class ParkedRequests {
   /// Drops `owner`'s pollhandle (release of the open file).
   void unwatch(const void* owner);
 
-  /// Unsubscribes and answers everything still parked with EIO. Call before
-  /// the FUSE session is destroyed; later park() calls answer EIO at once.
+  /// Unsubscribes, answers everything still parked with EIO and waits for
+  /// the heavy answers being built. Call before the FUSE session is
+  /// destroyed and the open files freed; later park() calls answer EIO at once.
   void shutdown();
 
  private:
@@ -72,6 +81,7 @@ class ParkedRequests {
     Answer answer;
     std::uint64_t seq = 0;    // tells a stale cap timer from a later request at the same address
     std::uint64_t timer = 0;  // 0: none
+    Cost cost = Cost::light;
   };
   struct Watch {
     std::string id;
@@ -84,6 +94,9 @@ class ParkedRequests {
   void on_cap(fuse_req_t req, std::uint64_t seq);
   /// Takes `req` out if it is still parked (whoever gets it answers it).
   std::optional<Parked> take(fuse_req_t req);
+  /// Builds and sends the answer of a request taken out: here, or on the
+  /// worker pool when it is heavy.
+  void deliver(fuse_req_t req, Parked p, Outcome why);
   /// Whether `until` holds for `id` now; if so, *why says how.
   bool holds(const std::string& id, Until until, Outcome* why) const;
   static bool holds(const std::optional<sup::CommandStatus>& st, Until until, Outcome* why);
@@ -96,6 +109,8 @@ class ParkedRequests {
   std::unordered_map<const void*, Watch> watches_;       // guarded by mu_
   std::uint64_t next_seq_ = 1;                           // guarded by mu_
   bool closed_ = false;                                  // guarded by mu_
+  std::size_t building_ = 0;  // heavy answers on the worker pool; guarded by mu_
+  std::condition_variable built_;                        // building_ went down
 };
 
 }  // namespace fsd

@@ -28,7 +28,8 @@ START A COMMAND
   or {"argv": ["/usr/bin/python3", "app.py"]} to run without a shell.
   A rejected request fails the write with an errno (EINVAL, ENOENT, EEXIST,
   EBUSY, E2BIG...); the reason is readable from the same open file and is
-  listed in `errors`.
+  listed in `errors`. The write returns once the command has started;
+  interrupting it (Ctrl-C) calls the start off: EINTR, nothing started.
 
 WATCH IT
   status.json              the supervisor, its running commands, the last

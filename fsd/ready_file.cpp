@@ -24,7 +24,7 @@ class ReadyHandle : public BlockingReadHandle {
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override {
     // Nothing to wait for: say so rather than block until the end.
-    if (const auto st = fs_.sup().status(id_); st && st->running && st->ready_condition.empty()) {
+    if (const auto st = fs_.sup().status(id_, sup::CpuFigure::skip); st && st->running && st->ready_condition.empty()) {
       const std::string reason = "'" + id_ + "' has no ready condition: write one to this file first "
                                  "('port N', 'log REGEX' or 'http N /PATH')";
       fs_.errors().add("procs/" + id_ + "/ready", EINVAL, reason, "", id_);

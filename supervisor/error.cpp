@@ -21,6 +21,8 @@ Error error_from_errno(int err, const std::string& what) {
     case ESRCH: c = Errc::no_such_process; break;
     case ENOSPC: case EDQUOT: c = Errc::no_space; break;
     case EINVAL: c = Errc::invalid_argument; break;
+    case EINTR: c = Errc::interrupted; break;
+    case ETIMEDOUT: c = Errc::timed_out; break;
     default: break;
   }
   return Error{c, what + ": " + std::strerror(err)};
@@ -45,6 +47,8 @@ const char* error_code_name(Errc c) {
     case Errc::no_such_process: return "ESRCH";
     case Errc::io_error: return "EIO";
     case Errc::no_space: return "ENOSPC";
+    case Errc::interrupted: return "EINTR";
+    case Errc::timed_out: return "ETIMEDOUT";
   }
   return "EIO";
 }

@@ -23,6 +23,8 @@ enum class Errc {
   no_such_process,    // ESRCH: the command has ended
   io_error,           // EIO: the state directory failed us
   no_space,           // ENOSPC: the state directory's disk is full
+  interrupted,        // EINTR: a start was called off before its outcome
+  timed_out,          // ETIMEDOUT: the monitor did not report in time
 };
 
 struct Error {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -21,58 +22,6 @@ namespace {
 constexpr char kJobMagic[] = "sbxfs-monitor-job 1";
 
 std::string ms(double sec) { return std::to_string(static_cast<long long>(std::llround(sec * 1000))); }
-
-// The monitor's report lines (monitor/main.cpp): "forked PID", then
-// "ok PID"; or "err ERRNO MESSAGE" in place of either.
-class ReportReader {
- public:
-  explicit ReportReader(int fd) : fd_(fd) {}
-  std::string next() {
-    for (;;) {
-      if (auto nl = buf_.find('\n'); nl != std::string::npos) {
-        std::string line = buf_.substr(0, nl);
-        buf_.erase(0, nl + 1);
-        return line;
-      }
-      pollfd p{fd_, POLLIN, 0};
-      // A monitor that neither reports nor exits within a minute is broken.
-      int r = ::poll(&p, 1, 60000);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      char chunk[512];
-      ssize_t n = ::read(fd_, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      buf_.append(chunk, static_cast<size_t>(n));
-    }
-    return std::exchange(buf_, {});
-  }
-
- private:
-  int fd_;
-  std::string buf_;
-};
-
-Result<pid_t> parse_report(const std::string& line, const char* expect) {
-  std::istringstream in(line);
-  std::string word;
-  in >> word;
-  if (word == expect) {
-    long cmd_pid = 0;
-    in >> cmd_pid;
-    if (cmd_pid > 0) return static_cast<pid_t>(cmd_pid);
-  } else if (word == "err") {
-    int err = 0;
-    in >> err;
-    std::string msg;
-    std::getline(in, msg);
-    if (!msg.empty() && msg[0] == ' ') msg.erase(0, 1);
-    Error e = error_from_errno(err, "exec");
-    if (!msg.empty()) e.message = msg;
-    return e;
-  }
-  return Error{Errc::io_error, "the monitor did not report a start (got '" + line + "')"};
-}
 
 // The monitor's command-line arguments for a launch (without argv[0]).
 std::vector<std::string> monitor_args(const MonitorLaunch& l) {
@@ -107,17 +56,6 @@ std::string encode_job(const MonitorLaunch& l) {
   for (const auto& [k, v] : l.env) put(k + "=" + v);
   put(l.cwd);
   return job;
-}
-
-Status send_all(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return error_from_errno(errno, "send the job to the monitor");
-    off += static_cast<size_t>(n);
-  }
-  return Ok{};
 }
 
 }  // namespace
@@ -203,11 +141,15 @@ Status MonitorLauncher::send_job(const int (&fds)[3]) {
     c->cmsg_len = CMSG_LEN(sizeof fds);
     std::memcpy(CMSG_DATA(c), fds, sizeof fds);
     ssize_t n;
+    // Never waits: a stopped or stuck server must not hold the caller.
     do {
-      n = ::sendmsg(sock_.get(), &msg, MSG_NOSIGNAL);
+      n = ::sendmsg(sock_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     if (n >= 0) return Ok{};
     int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK)
+      return Error{Errc::try_again, "the monitor server (pid " + std::to_string(pid_) +
+                                        ") takes no more jobs for now: too many starts are waiting for it"};
     // The server died (killed, or out of memory): start another, once.
     if ((e == EPIPE || e == ECONNRESET || e == ENOTCONN) && attempt == 0) {
       end_server();
@@ -217,13 +159,79 @@ Status MonitorLauncher::send_job(const int (&fds)[3]) {
   }
 }
 
-Result<pid_t> MonitorLauncher::launch(const MonitorLaunch& l, const Publish& publish) {
+PendingLaunch::PendingLaunch(UniqueFd job, std::string job_bytes, UniqueFd report, UniqueFd go)
+    : job_(std::move(job)), report_(std::move(report)), go_(std::move(go)), job_bytes_(std::move(job_bytes)) {}
+
+bool PendingLaunch::send_job() {
+  while (job_ && sent_ < job_bytes_.size()) {
+    const ssize_t n = ::send(job_.get(), job_bytes_.data() + sent_, job_bytes_.size() - sent_,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (n < 0) break;  // the monitor is gone: its report says why
+    sent_ += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> PendingLaunch::next_line() {
+  for (;;) {
+    if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+      std::string line = buf_.substr(0, nl);
+      buf_.erase(0, nl + 1);
+      return line;
+    }
+    if (eof_) return std::exchange(buf_, {});
+    char chunk[512];
+    const ssize_t n = ::read(report_.get(), chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
+    if (n <= 0) {
+      eof_ = true;
+      continue;
+    }
+    buf_.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+void PendingLaunch::go() {
+  // One byte into an empty socket never waits; a gone command shows as the report.
+  if (go_) (void)::send(go_.get(), "g", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  go_.reset();
+}
+
+void PendingLaunch::cancel() { go_.reset(); }
+
+Result<pid_t> PendingLaunch::parse(const std::string& line, const char* expect) {
+  std::istringstream in(line);
+  std::string word;
+  in >> word;
+  if (word == expect) {
+    long cmd_pid = 0;
+    in >> cmd_pid;
+    if (cmd_pid > 0) return static_cast<pid_t>(cmd_pid);
+  } else if (word == "err") {
+    int err = 0;
+    in >> err;
+    std::string msg;
+    std::getline(in, msg);
+    if (!msg.empty() && msg[0] == ' ') msg.erase(0, 1);
+    Error e = error_from_errno(err, "exec");
+    if (!msg.empty()) e.message = msg;
+    return e;
+  }
+  return Error{Errc::io_error, "the monitor did not report a start (got '" + line + "')"};
+}
+
+Result<std::unique_ptr<PendingLaunch>> MonitorLauncher::begin(const MonitorLaunch& l) {
   int js[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, js) != 0) return error_from_errno(errno, "socketpair");
   UniqueFd job_w(js[0]), job_r(js[1]);
   int rp[2];
   if (::pipe2(rp, O_CLOEXEC) != 0) return error_from_errno(errno, "pipe");
   UniqueFd report_r(rp[0]), report_w(rp[1]);
+  // Our end only: the monitor's end of the pipe is a file of its own.
+  ::fcntl(report_r.get(), F_SETFL, ::fcntl(report_r.get(), F_GETFL) | O_NONBLOCK);
   // The command reads one byte from this before its exec (a socket, so
   // that a write to a gone reader is EPIPE without SIGPIPE).
   int gp[2];
@@ -235,21 +243,36 @@ Result<pid_t> MonitorLauncher::launch(const MonitorLaunch& l, const Publish& pub
   job_r.reset();
   report_w.reset();
   go_r.reset();
-  // A monitor that died before reading it shows as a report, not here.
-  (void)send_all(job_w.get(), encode_job(l));
-  job_w.reset();
+  auto p = std::make_unique<PendingLaunch>(std::move(job_w), encode_job(l), std::move(report_r), std::move(go_w));
+  if (p->send_job()) p->end_job();
+  return p;
+}
 
-  ReportReader report(report_r.get());
-  auto forked = parse_report(report.next(), "forked");
+Result<pid_t> MonitorLauncher::launch(const MonitorLaunch& l, const Publish& publish,
+                                      std::chrono::milliseconds limit) {
+  auto begun = begin(l);
+  if (!begun) return begun.error();
+  PendingLaunch& p = *begun.value();
+  auto next = [&]() -> std::string {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      if (auto line = p.next_line()) return *line;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return "";  // a monitor that neither reports nor exits in time is broken
+      pollfd fds[2] = {{p.report_fd(), POLLIN, 0}, {p.job_fd(), POLLOUT, 0}};
+      if (::poll(fds, p.job_fd() >= 0 ? 2 : 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return "";
+      if (p.job_fd() >= 0 && fds[1].revents && p.send_job()) p.end_job();
+    }
+  };
+  auto forked = PendingLaunch::parse(next(), "forked");
   if (!forked) return forked.error();
   if (auto st = publish(forked.value()); !st) {
-    go_w.reset();  // EOF instead of the byte: the command exits without exec
-    (void)report.next();
+    p.cancel();  // EOF instead of the byte: the command exits without exec
+    (void)next();
     return st.error();
   }
-  (void)send_all(go_w.get(), "g");  // a gone command shows as the report
-  go_w.reset();
-  return parse_report(report.next(), "ok");
+  p.go();
+  return PendingLaunch::parse(next(), "ok");
 }
 
 }  // namespace sup

@@ -30,6 +30,7 @@
 #include "supervisor/record_files.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/unique_fd.hpp"
+#include "supervisor/work_pool.hpp"
 
 extern char** environ;
 
@@ -127,6 +128,7 @@ struct Record {
   std::optional<ReadyCondition> ready_cond;
   bool ready = false;
   std::string ready_at;
+  bool scanning = false;  // its monitor left no exit.json: /proc is being searched for what is left
 };
 
 /// What in a process's environment marks it as one of `r`'s: SBX_BGID and
@@ -175,7 +177,13 @@ struct Supervisor::Impl {
 
   std::map<std::string, std::shared_ptr<ReadinessProbe>> probes;  // loop thread only
 
+  struct Starting;
+  std::map<std::uint64_t, std::shared_ptr<Starting>> starts;  // loop thread only
+  std::uint64_t next_start = 1;                     // guarded by mu
+  bool closing = false;                             // cancel_starts() ran; guarded by mu
+
   std::unique_ptr<MonitorLauncher> launcher;
+  std::unique_ptr<WorkPool> work;   // before loop: its tasks may post to the loop
   std::unique_ptr<EventLoop> loop;  // last: destroyed first, so no callback outlives the rest
 
   std::string dir_of(const std::string& id) const { return procs_dir + "/" + id; }
@@ -208,7 +216,8 @@ struct Supervisor::Impl {
   CommandStatus snapshot(const Record& r) const;  // needs mu
   void watch_running(Record& r);                  // needs mu
   void watch_log(Record& r);                      // needs mu; no-op while the log does not exist yet
-  void on_monitor_exit(const std::string& id);
+  /// `scanned`: called again once finish_unknown has run (on the worker pool).
+  void on_monitor_exit(const std::string& id, bool scanned = false);
   void on_inotify();
   Status load();
   void load_record(const std::string& id);
@@ -223,6 +232,18 @@ struct Supervisor::Impl {
   void start_probe(const std::string& id);  // loop thread
   void mark_ready(const std::string& id);   // loop thread
   void save_ready(const Record& r) const;   // needs mu
+
+  // start_async, once handed to the loop (loop thread).
+  /// Claims s.spec's name (or a fresh id) and a place under max_running. No lock held.
+  std::optional<Error> claim(Starting& s, StartMode mode);
+  void unreserve(const std::string& id, uid_t owner);  // no lock held
+  void start_begin(const std::shared_ptr<Starting>& s);
+  void arm_start_timer(Starting& s, const char* report);
+  void start_report(std::uint64_t token);
+  Status start_publish(Starting& s, pid_t pid);
+  void start_commit(std::uint64_t token);
+  void start_fail(std::uint64_t token, Error e);
+  std::shared_ptr<Starting> start_take(std::uint64_t token);
 };
 
 void Supervisor::Impl::save_ready(const Record& r) const {
@@ -380,7 +401,8 @@ void Supervisor::Impl::prune() {
     }
     arm_retention_timer();
   }
-  for (const std::string& d : dirs) remove_tree(d);
+  // Unpublished already (renamed): the files go on the worker pool.
+  for (std::string& d : dirs) work->post([d = std::move(d)] { remove_tree(d); });
   if (removed.empty()) return;
   changed.notify_all();
   for (const std::string& id : removed) emit(Event::Kind::removed, id);
@@ -461,7 +483,7 @@ void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo*
   (void)write_file_atomic(dir + "/exit.json", j.dump() + "\n");
 }
 
-void Supervisor::Impl::on_monitor_exit(const std::string& id) {
+void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
   std::string dir = dir_of(id);
   MonitorInfo m;
   std::vector<std::string> marks;
@@ -469,20 +491,32 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
     std::lock_guard g(mu);
     auto it = records.find(id);
     if (it == records.end() || it->second.ended || it->second.slot) return;
+    if (it->second.scanning && !scanned) return;  // the scan's end calls again
     m = it->second.monitor;
     marks = env_marks(it->second);
   }
   // A command that ended before its probe ran still gets its log checked.
-  if (!probes.count(id)) start_probe(id);
+  if (!scanned && !probes.count(id)) start_probe(id);
   if (auto pr = probes.find(id); pr != probes.end()) {
     auto probe = pr->second;  // finish() may mark ready, which erases it later
     probe->finish();
     probes.erase(id);
   }
   auto text = read_file(dir + "/exit.json");
-  if (!text.ok() || !text.value()) {
-    finish_unknown(dir, &m, marks);
-    text = read_file(dir + "/exit.json");
+  if ((!text.ok() || !text.value()) && !scanned) {
+    // Its processes are looked for in /proc: on the worker pool, not here.
+    {
+      std::lock_guard g(mu);
+      auto it = records.find(id);
+      if (it == records.end()) return;
+      it->second.scanning = true;
+      if (it->second.pidfd) loop->unwatch(it->second.pidfd.get());  // readable until closed
+    }
+    work->post([this, id, dir, m, marks] {
+      finish_unknown(dir, &m, marks);
+      loop->post([this, id] { on_monitor_exit(id, true); });
+    });
+    return;
   }
   const std::optional<std::uint64_t> dropped = dropped_bytes(dir);  // final: the monitor is done
   ExitInfo info;
@@ -690,6 +724,7 @@ Status Supervisor::Impl::load() {
     std::string name = e.path().filename().string();
     if (name.rfind(".new-", 0) == 0) {
       std::string id = name.substr(5);
+      if (auto attempt = id.rfind('~'); attempt != std::string::npos) id.resize(attempt);  // .new-ID~N
       // The command did start when the monitor wrote monitor.json: keep it.
       if (fs::exists(e.path() / "monitor.json") && validate_name(id)) {
         if (fs::exists(dir_of(id))) remove_tree(dir_of(id));
@@ -720,6 +755,7 @@ Status Supervisor::Impl::load() {
 Supervisor::Supervisor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Supervisor::~Supervisor() {
+  cancel_starts();  // their commands never run; their callers are told
   // Probes belong to the loop thread and unregister from the loop when they
   // go: drop them there, then stop the loop (its callbacks use the rest of Impl).
   std::promise<void> dropped;
@@ -729,6 +765,7 @@ Supervisor::~Supervisor() {
   });
   dropped.get_future().wait();
   impl_->loop->stop();  // joined: from here on no callback runs
+  impl_->work.reset();  // finishes its queue (what it posts to the stopped loop is dropped)
   impl_->loop.reset();
 }
 
@@ -749,6 +786,8 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   } catch (const std::exception& e) {
     return Error{Errc::try_again, e.what()};
   }
+  // One thread leaves a core to the event thread on a small machine.
+  impl->work = std::make_unique<WorkPool>(std::max(1u, std::thread::hardware_concurrency() / 2));
   Impl* p = impl.get();
   impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
   if (auto st = impl->load(); !st) return st.error();
@@ -758,24 +797,49 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   return std::unique_ptr<Supervisor>(new Supervisor(std::move(impl)));
 }
 
-Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode) {
+Error interrupted_error() { return Error{Errc::interrupted, "the start was interrupted: nothing was started"}; }
+Error shutting_down_error() { return Error{Errc::io_error, "the supervisor is shutting down: nothing was started"}; }
+
+/// A start between its claim and its outcome (start_async). Made on the
+/// caller's thread; once handed to the event loop, touched only there.
+struct Supervisor::Impl::Starting {
+  std::uint64_t token = 0;
+  std::string id;
+  StartSpec spec;
+  bool replacing = false;   // a named slot or ended command of that name is replaced
+  std::string old_script;   // the replaced record's script file
+  std::string tmp_dir, final_dir;
+  std::unique_ptr<PendingLaunch> launch;
+  bool let_go = false;      // the command may have exec'd: giving up means killing it
+  bool published = false;   // the record is listed
+  MonitorInfo monitor;      // from monitor.json, once published
+  std::uint64_t timer = 0;  // the current report's deadline
+  StartDone done;
+  std::atomic<bool> stop_asked{false};
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+};
+
+void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone done, std::stop_token stop) {
   Impl& I = *impl_;
-  StartSpec spec = spec_in;
+  if (stop.stop_requested()) return done(Error{Errc::interrupted, "the start was interrupted before it began"});
+  auto s = std::make_shared<Impl::Starting>();
+  s->spec = spec_in;
+  StartSpec& spec = s->spec;
   if (spec.shell.has_value() == !spec.argv.empty())
-    return Error{Errc::invalid_argument, "give exactly one of argv and a shell command"};
+    return done(Error{Errc::invalid_argument, "give exactly one of argv and a shell command"});
   if (spec.shell && spec.shell->find_first_not_of(" \t\r\n") == std::string::npos)
-    return Error{Errc::invalid_argument, "the command is empty"};
+    return done(Error{Errc::invalid_argument, "the command is empty"});
   auto argv = spec.effective_argv();
-  if (argv.empty() || argv[0].empty()) return Error{Errc::invalid_argument, "the command is empty"};
+  if (argv.empty() || argv[0].empty()) return done(Error{Errc::invalid_argument, "the command is empty"});
   if (spec.cwd.empty() || spec.cwd[0] != '/')
-    return Error{Errc::invalid_argument, "cwd must be an absolute path (got '" + spec.cwd + "')"};
+    return done(Error{Errc::invalid_argument, "cwd must be an absolute path (got '" + spec.cwd + "')"});
   struct stat st{};
-  if (::stat(spec.cwd.c_str(), &st) != 0) return error_from_errno(errno, "cwd '" + spec.cwd + "'");
-  if (!S_ISDIR(st.st_mode)) return Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"};
-  if (spec.timeout_sec && *spec.timeout_sec <= 0) return Error{Errc::invalid_argument, "timeoutSec must be > 0"};
-  if (spec.stop_grace_sec < 0) return Error{Errc::invalid_argument, "stopGraceSec must be >= 0"};
+  if (::stat(spec.cwd.c_str(), &st) != 0) return done(error_from_errno(errno, "cwd '" + spec.cwd + "'"));
+  if (!S_ISDIR(st.st_mode)) return done(Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"});
+  if (spec.timeout_sec && *spec.timeout_sec <= 0) return done(Error{Errc::invalid_argument, "timeoutSec must be > 0"});
+  if (spec.stop_grace_sec < 0) return done(Error{Errc::invalid_argument, "stopGraceSec must be >= 0"});
   if (!spec.name.empty())
-    if (auto v = validate_name(spec.name); !v) return v.error();
+    if (auto v = validate_name(spec.name); !v) return done(v.error());
 
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -785,69 +849,30 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   }
   for (auto& [k, v] : spec.env) env[k] = v;
   for (auto& [k, v] : spec.secret_env) env[k] = v;
-  if (auto v = check_executable(argv[0], spec.cwd, env.count("PATH") ? env["PATH"] : ""); !v) return v.error();
+  if (auto v = check_executable(argv[0], spec.cwd, env.count("PATH") ? env["PATH"] : ""); !v) return done(v.error());
 
-  // Claim the id (and a place under max_running).
-  std::string id;
-  bool replacing = false;
-  std::string old_script;
-  {
-    std::lock_guard g(I.mu);
-    if (I.opts.max_running > 0 && I.running + I.starting >= I.opts.max_running)
-      return Error{Errc::try_again, std::to_string(I.running + I.starting) +
-                                        " commands are running, the most allowed at once (max_running=" +
-                                        std::to_string(I.opts.max_running) + "): stop one or wait for one to end"};
-    if (I.opts.max_running_per_user > 0) {
-      const auto mine = I.active_by_uid.find(spec.requester_uid);
-      const std::size_t n = mine == I.active_by_uid.end() ? 0 : mine->second;
-      if (n >= I.opts.max_running_per_user)
-        return Error{Errc::try_again, "uid " + std::to_string(spec.requester_uid) + " runs " + std::to_string(n) +
-                                          " commands, the most one user may run at once (max_running_per_user=" +
-                                          std::to_string(I.opts.max_running_per_user) +
-                                          "): stop one or wait for one to end"};
-    }
-    if (!spec.name.empty()) {
-      id = spec.name;
-      if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
-      auto it = I.records.find(id);
-      if (it != I.records.end()) {
-        if (mode == StartMode::new_only) return Error{Errc::already_exists, "the name '" + id + "' is already in use"};
-        if (!it->second.ended && !it->second.slot) return Error{Errc::busy, "'" + id + "' is running"};
-        replacing = true;
-        if (it->second.spec) old_script = it->second.spec->script_file;
-      }
-    } else {
-      do {
-        id = format_auto_id(I.counter++);
-      } while (I.records.count(id) || I.reserved.count(id));
-      spec.name.clear();
-    }
-    I.reserved.insert(id);
-    ++I.starting;
-    ++I.active_by_uid[spec.requester_uid];
-  }
-  auto unreserve = [&] {
-    std::lock_guard g(I.mu);
-    I.reserved.erase(id);
-    --I.starting;
-    if (--I.active_by_uid[spec.requester_uid] == 0) I.active_by_uid.erase(spec.requester_uid);
+  // Claim the id (and a place under max_running). `done` runs without the lock.
+  std::string& id = s->id;
+  if (std::optional<Error> refused = I.claim(*s, mode)) return done(std::move(*refused));
+
+  s->final_dir = I.dir_of(id);
+  // A name of its own for each attempt: a monitor of an earlier start of
+  // this name that was given up (and resumes late) cannot find this folder.
+  s->tmp_dir = I.procs_dir + "/.new-" + id + "~" + std::to_string(s->token);
+  auto fail_early = [&](Error e) {
+    remove_tree(s->tmp_dir);
+    if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
+    I.unreserve(id, spec.requester_uid);
+    done(std::move(e));
   };
-
-  const std::string final_dir = I.dir_of(id);
-  const std::string tmp_dir = I.procs_dir + "/.new-" + id;
-  remove_tree(tmp_dir);
-  if (::mkdir(tmp_dir.c_str(), 0700) != 0) {
+  if (::mkdir(s->tmp_dir.c_str(), 0700) != 0) {
     int e = errno;
-    unreserve();
-    return error_from_errno(e, "mkdir " + tmp_dir);
+    I.unreserve(id, spec.requester_uid);
+    return done(error_from_errno(e, "mkdir " + s->tmp_dir));
   }
   json sj = spec_to_json(spec);
   sj["bgId"] = id;
-  if (auto w = write_file_atomic(tmp_dir + "/spec.json", sj.dump() + "\n"); !w) {
-    remove_tree(tmp_dir);
-    unreserve();
-    return w.error();
-  }
+  if (auto w = write_file_atomic(s->tmp_dir + "/spec.json", sj.dump() + "\n"); !w) return fail_early(w.error());
 
   // One exec argument may hold at most 128 KiB (MAX_ARG_STRLEN): longer
   // shell text runs from a file, kept until the record is removed.
@@ -856,20 +881,16 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
     std::string file = scripts + "/" + id + "-" + std::to_string(Clock::now().time_since_epoch().count()) + ".sh";
     Status w = make_dirs(scripts, 0700);
     if (w) w = write_file_atomic(file, *spec.shell, false);
-    if (!w) {
-      remove_tree(tmp_dir);
-      unreserve();
-      return w.error();
-    }
+    if (!w) return fail_early(w.error());
     spec.script_file = file;
     argv = spec.effective_argv();
     sj = spec_to_json(spec);
     sj["bgId"] = id;
-    (void)write_file_atomic(tmp_dir + "/spec.json", sj.dump() + "\n");
+    (void)write_file_atomic(s->tmp_dir + "/spec.json", sj.dump() + "\n");
   }
   env["SBX_BGID"] = id;
   MonitorLaunch l;
-  l.record_dir = tmp_dir;
+  l.record_dir = s->tmp_dir;
   l.argv = argv;
   l.env = std::move(env);
   l.cwd = spec.cwd;
@@ -877,68 +898,248 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
   l.grace_sec = spec.stop_grace_sec;
   l.log_max = I.opts.log_max;
   l.run_as = spec.run_as;
+  auto begun = I.launcher->begin(l);
+  if (!begun) return fail_early(begun.error());
+  s->launch = std::move(begun.value());
+  s->done = std::move(done);
+
+  // A stop from now on is seen by start_begin (the flag) or fails the
+  // start on the loop (a start_fail posted before start_begin finds nothing).
+  Impl::Starting* raw = s.get();
+  s->on_stop.emplace(std::move(stop), std::function<void()>([&I, raw, token = s->token] {
+                       raw->stop_asked = true;
+                       I.loop->post([&I, token] { I.start_fail(token, interrupted_error()); });
+                     }));
+  // From here on the event loop drives it.
+  I.loop->post([&I, s] { I.start_begin(s); });
+}
+
+std::optional<Error> Supervisor::Impl::claim(Starting& s, StartMode mode) {
+  std::lock_guard g(mu);
+  const StartSpec& spec = s.spec;
+  if (closing) return Error{Errc::io_error, "the supervisor is shutting down"};
+  if (opts.max_running > 0 && running + starting >= opts.max_running)
+    return Error{Errc::try_again, std::to_string(running + starting) +
+                                      " commands are running, the most allowed at once (max_running=" +
+                                      std::to_string(opts.max_running) + "): stop one or wait for one to end"};
+  if (opts.max_running_per_user > 0) {
+    const auto mine = active_by_uid.find(spec.requester_uid);
+    const std::size_t n = mine == active_by_uid.end() ? 0 : mine->second;
+    if (n >= opts.max_running_per_user)
+      return Error{Errc::try_again, "uid " + std::to_string(spec.requester_uid) + " runs " + std::to_string(n) +
+                                        " commands, the most one user may run at once (max_running_per_user=" +
+                                        std::to_string(opts.max_running_per_user) +
+                                        "): stop one or wait for one to end"};
+  }
+  if (!spec.name.empty()) {
+    s.id = spec.name;
+    if (reserved.count(s.id)) return Error{Errc::busy, "'" + s.id + "' is being started"};
+    auto it = records.find(s.id);
+    if (it != records.end()) {
+      if (mode == StartMode::new_only) return Error{Errc::already_exists, "the name '" + s.id + "' is already in use"};
+      if (!it->second.ended && !it->second.slot) return Error{Errc::busy, "'" + s.id + "' is running"};
+      s.replacing = true;
+      if (it->second.spec) s.old_script = it->second.spec->script_file;
+    }
+  } else {
+    do {
+      s.id = format_auto_id(counter++);
+    } while (records.count(s.id) || reserved.count(s.id));
+  }
+  reserved.insert(s.id);
+  ++starting;
+  ++active_by_uid[spec.requester_uid];
+  s.token = next_start++;
+  return std::nullopt;
+}
+
+void Supervisor::Impl::unreserve(const std::string& id, uid_t owner) {
+  std::lock_guard g(mu);
+  reserved.erase(id);
+  --starting;
+  if (--active_by_uid[owner] == 0) active_by_uid.erase(owner);
+}
+
+void Supervisor::Impl::start_begin(const std::shared_ptr<Starting>& s) {
+  const std::uint64_t token = s->token;
+  starts.emplace(token, s);
+  if (s->stop_asked) return start_fail(token, interrupted_error());
+  bool closing_now = false;
+  {
+    std::lock_guard g(mu);
+    closing_now = closing;  // cancel_starts() ran before this start reached the loop
+  }
+  if (closing_now) return start_fail(token, shutting_down_error());
+  loop->watch(s->launch->report_fd(), [this, token] { start_report(token); });
+  if (const int job = s->launch->job_fd(); job >= 0) {
+    loop->watch(
+        job,
+        [this, token, job] {
+          auto it = starts.find(token);
+          if (it == starts.end() || !it->second->launch->send_job()) return;
+          loop->unwatch(job);
+          it->second->launch->end_job();
+        },
+        true);
+  }
+  arm_start_timer(*s, "forked");
+}
+
+void Supervisor::Impl::arm_start_timer(Starting& s, const char* report) {
+  if (s.timer) loop->cancel_timer(s.timer);
+  const std::uint64_t token = s.token;
+  const auto limit = opts.start_timeout;
+  s.timer = loop->add_timer(Clock::now() + limit, [this, token, limit, what = std::string(report)] {
+    auto it = starts.find(token);
+    if (it == starts.end()) return;
+    it->second->timer = 0;
+    start_fail(token, Error{Errc::timed_out, "the command's monitor did not report '" + what + "' within " +
+                                                 std::to_string(limit.count()) + " ms: nothing was started"});
+  });
+}
+
+void Supervisor::Impl::start_report(std::uint64_t token) {
+  auto it = starts.find(token);
+  if (it == starts.end()) return;
+  Starting& s = *it->second;
+  while (std::optional<std::string> line = s.launch->next_line()) {
+    if (!s.let_go) {
+      auto forked = PendingLaunch::parse(*line, "forked");
+      if (!forked) return start_fail(token, forked.error());
+      if (Status st = start_publish(s, forked.value()); !st) return start_fail(token, st.error());
+      s.let_go = true;
+      arm_start_timer(s, "ok");
+      s.launch->go();
+      continue;
+    }
+    auto ok = PendingLaunch::parse(*line, "ok");
+    if (!ok) {
+      s.let_go = false;  // the monitor said why the exec failed: nothing runs
+      return start_fail(token, ok.error());
+    }
+    return start_commit(token);
+  }
+}
+
+Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   // Published (folder renamed, record listed) once the command is forked
   // and before it may exec: a command that looks at its own record at once
   // (sbx-step, cat procs/$SBX_BGID/status.json) finds it.
-  bool published = false;
-  auto publish = [&](pid_t pid) -> Status {
-    if (!old_script.empty()) ::unlink(old_script.c_str());
-    if (replacing) {
-      std::string del = I.procs_dir + "/.del-" + id + "." + std::to_string(I.del_seq++);
-      if (::rename(final_dir.c_str(), del.c_str()) == 0) remove_tree(del);
-    }
-    if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) return error_from_errno(errno, "rename " + tmp_dir);
-    MonitorInfo m;
-    if (auto mt = read_file(final_dir + "/monitor.json"); mt.ok() && mt.value()) {
-      if (auto pm = parse_monitor(*mt.value())) m = pm.value();
-    }
-    if (m.pid == 0) m.pid = pid;
-    std::lock_guard g(I.mu);
-    I.ended_index.erase(id);  // a named command that ended is replaced
-    I.serial_for(id);
-    Record r;
-    r.id = id;
-    r.spec = spec;
-    r.owner_uid = spec.requester_uid;
-    r.owner_sid = spec.requester_sid;
-    r.monitor = m;
-    r.ready_cond = spec.ready;
-    I.records.insert_or_assign(id, std::move(r));  // still reserved: not watched, not pruned
-    published = true;
-    return Ok{};
-  };
-  auto launched = I.launcher->launch(l, publish);
-  if (!launched) {
-    if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
-    if (published) {
-      std::lock_guard g(I.mu);
-      I.records.erase(id);
-      std::string del = I.procs_dir + "/.del-" + id + "." + std::to_string(I.del_seq++);
-      if (::rename(final_dir.c_str(), del.c_str()) == 0) remove_tree(del);
-    } else {
-      remove_tree(tmp_dir);
-    }
-    unreserve();
-    if (published) I.emit(Event::Kind::removed, id);
-    return launched.error();
+  if (!s.old_script.empty()) ::unlink(s.old_script.c_str());
+  if (s.replacing) {
+    std::string del = procs_dir + "/.del-" + s.id + "." + std::to_string(del_seq++);
+    if (::rename(s.final_dir.c_str(), del.c_str()) == 0) work->post([del] { remove_tree(del); });
   }
+  if (::rename(s.tmp_dir.c_str(), s.final_dir.c_str()) != 0) return error_from_errno(errno, "rename " + s.tmp_dir);
+  MonitorInfo m;
+  if (auto mt = read_file(s.final_dir + "/monitor.json"); mt.ok() && mt.value()) {
+    if (auto pm = parse_monitor(*mt.value())) m = pm.value();
+  }
+  if (m.pid == 0) m.pid = pid;
+  s.monitor = m;
+  std::lock_guard g(mu);
+  ended_index.erase(s.id);  // a named command that ended is replaced
+  serial_for(s.id);
+  Record r;
+  r.id = s.id;
+  r.spec = s.spec;
+  r.owner_uid = s.spec.requester_uid;
+  r.owner_sid = s.spec.requester_sid;
+  r.monitor = m;
+  r.ready_cond = s.spec.ready;
+  records.insert_or_assign(s.id, std::move(r));  // still reserved: not watched, not pruned
+  s.published = true;
+  return Ok{};
+}
 
-  // Committed: the command has exec'd.
+void Supervisor::Impl::start_commit(std::uint64_t token) {
+  std::shared_ptr<Starting> s = start_take(token);
+  const std::string id = s->id;
   CommandStatus out;
   {
-    std::lock_guard g(I.mu);
-    I.reserved.erase(id);
-    --I.starting;
-    ++I.running;
-    auto it = I.records.find(id);
+    std::lock_guard g(mu);
+    reserved.erase(id);
+    --starting;
+    ++running;
+    auto it = records.find(id);
     // Queued before the monitor's pidfd is watched, so it is told first.
-    I.emit(Event::Kind::started, id);
-    if (spec.ready) I.loop->post([&I, id] { I.start_probe(id); });
-    I.watch_running(it->second);
-    out = I.snapshot(it->second);
+    emit(Event::Kind::started, id);
+    if (s->spec.ready) loop->post([this, id] { start_probe(id); });
+    watch_running(it->second);
+    out = snapshot(it->second);
   }
-  I.cpu.forget(id);
-  return out;
+  cpu.forget(id);
+  s->done(std::move(out));
+}
+
+std::shared_ptr<Supervisor::Impl::Starting> Supervisor::Impl::start_take(std::uint64_t token) {
+  auto it = starts.find(token);
+  std::shared_ptr<Starting> s = std::move(it->second);
+  starts.erase(it);
+  if (s->timer) loop->cancel_timer(s->timer);
+  loop->unwatch(s->launch->report_fd());
+  if (s->launch->job_fd() >= 0) loop->unwatch(s->launch->job_fd());
+  s->on_stop.reset();  // waits for a stop callback running right now (it only posts)
+  return s;
+}
+
+void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
+  if (!starts.count(token)) return;  // decided already
+  std::shared_ptr<Starting> s = start_take(token);
+  s->launch->cancel();  // a command not yet let go exits without exec
+  if (s->let_go) {
+    // It may have exec'd: end it, and its monitor, so nothing of a failed
+    // start keeps running (its session first, in case it made one).
+    const MonitorInfo& m = s->monitor;
+    if (m.pid > 0 && process_start_time(m.pid) == m.pid_start) {
+      ::kill(-m.pid, SIGKILL);
+      ::kill(m.pid, SIGKILL);
+    }
+    if (m.monitor_pid > 0 && process_start_time(m.monitor_pid) == m.monitor_start) ::kill(m.monitor_pid, SIGKILL);
+  }
+  s->launch.reset();
+  if (!s->spec.script_file.empty()) ::unlink(s->spec.script_file.c_str());
+  std::string gone = s->tmp_dir;
+  if (s->published) {
+    std::lock_guard g(mu);
+    records.erase(s->id);
+    gone = procs_dir + "/.del-" + s->id + "." + std::to_string(del_seq++);
+    if (::rename(s->final_dir.c_str(), gone.c_str()) != 0) gone.clear();
+  }
+  if (!gone.empty()) work->post([gone] { remove_tree(gone); });
+  unreserve(s->id, s->spec.requester_uid);
+  if (s->published) emit(Event::Kind::removed, s->id);
+  s->done(std::move(e));
+}
+
+Result<CommandStatus> Supervisor::start(const StartSpec& spec, StartMode mode) {
+  if (impl_->loop->on_loop_thread())
+    return Error{Errc::busy, "a blocking start on the event thread would wait for itself: use start_async"};
+  auto outcome = std::make_shared<std::promise<Result<CommandStatus>>>();
+  std::future<Result<CommandStatus>> f = outcome->get_future();
+  start_async(spec, mode, [outcome](Result<CommandStatus> r) { outcome->set_value(std::move(r)); });
+  return f.get();
+}
+
+void Supervisor::cancel_starts() {
+  Impl& I = *impl_;
+  {
+    std::lock_guard g(I.mu);
+    I.closing = true;
+  }
+  auto fail_all = [&I] {
+    std::vector<std::uint64_t> tokens;
+    for (auto& [token, s] : I.starts) tokens.push_back(token);
+    for (std::uint64_t t : tokens) I.start_fail(t, shutting_down_error());
+  };
+  if (I.loop->on_loop_thread()) return fail_all();
+  // A start handed to the loop after this task fails in start_begin.
+  std::promise<void> done;
+  I.loop->post([&] {
+    fail_all();
+    done.set_value();
+  });
+  done.get_future().wait();
 }
 
 Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t owner_uid, pid_t owner_sid) {
@@ -1166,6 +1367,8 @@ std::uint64_t Supervisor::add_timer(Clock::time_point when, TimerCallback cb) {
 bool Supervisor::cancel_timer(std::uint64_t token) { return impl_->loop->cancel_timer(token); }
 
 void Supervisor::post(std::function<void()> fn) { impl_->loop->post(std::move(fn)); }
+
+void Supervisor::post_work(std::function<void()> fn) { impl_->work->post(std::move(fn)); }
 
 std::vector<std::string> Supervisor::secrets(const std::string& id) const {
   std::lock_guard g(impl_->mu);

@@ -6,12 +6,15 @@
 //
 // Events (ended, output, removed, started) and timers run on one internal
 // event-loop thread, never under the supervisor's lock, so a listener may
-// call back into the Supervisor.
+// call back into the Supervisor. That thread only dispatches: slow work
+// (removing records, scanning /proc for a lost command's processes, and
+// whatever a caller hands to post_work) runs on a small worker pool.
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,9 @@ struct SupervisorOptions {
   /// included; a start past it is try_again. 0: no limit.
   std::size_t max_running_per_user = 0;
   std::uint64_t log_max = kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
+  /// How long a start waits for each of the monitor's two reports (forked,
+  /// exec'd) before it is given up as timed_out.
+  std::chrono::milliseconds start_timeout = std::chrono::seconds(60);
 };
 
 /// sbxfs-monitor next to the running executable, else the build-time path.
@@ -73,6 +79,8 @@ class Supervisor {
   using Listener = std::function<void(const Event&)>;
   using TimerCallback = std::function<void()>;
   using Clock = std::chrono::steady_clock;
+  /// Told the outcome of start_async: the command's record once it has exec'd, or why not.
+  using StartDone = std::function<void(Result<CommandStatus>)>;
 
   /// Opens (or creates) the state directory and takes back every command in it.
   static Result<std::unique_ptr<Supervisor>> open(SupervisorOptions opts);
@@ -80,8 +88,23 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
-  /// Starts a command; returns once it has exec'd (exec failure is an error here).
+  /// Starts a command without waiting for it. A request that fails
+  /// validation (bad spec, taken name, max_running...) calls `done` at once
+  /// on the calling thread; otherwise `done` is called exactly once, later,
+  /// on the event thread, when the monitor has reported the exec's outcome.
+  /// The record exists (and is listed) before the command may exec; a
+  /// failed start leaves no record. An exec failure is the monitor's errno;
+  /// no report within start_timeout is timed_out; `stop` (a stop request
+  /// before the outcome) is interrupted. A start that fails after its
+  /// command was let go to exec (a timeout, a stop, cancel_starts) kills
+  /// the command and its monitor first: nothing of it keeps running.
+  void start_async(const StartSpec& spec, StartMode mode, StartDone done, std::stop_token stop = {});
+  /// start_async, waiting for the outcome. Not from the event thread (busy).
   Result<CommandStatus> start(const StartSpec& spec, StartMode mode = StartMode::new_only);
+  /// Fails every start under way with io_error (as a stop would) and
+  /// returns once their `done` calls have returned; later starts fail at
+  /// once. For shutdown: after it no `done` runs.
+  void cancel_starts();
   /// Makes an empty named slot (`mkdir procs/NAME`).
   Result<CommandStatus> create_slot(const std::string& name, uid_t owner_uid, pid_t owner_sid);
   /// Asks the monitor to stop the whole tree (TERM, KILL after the grace).
@@ -130,6 +153,10 @@ class Supervisor {
   bool cancel_timer(std::uint64_t token);
   /// Runs `fn` on the event thread soon.
   void post(std::function<void()> fn);
+  /// Runs `fn` soon on the worker pool (slow work that must not delay the
+  /// event thread: building a big answer, file I/O). Tasks posted while the
+  /// supervisor is destroyed may be dropped.
+  void post_work(std::function<void()> fn);
 
   /// Masks the global secrets and those of command `id` (empty id: global only).
   std::string mask(std::string_view text, const std::string& id = "") const;

@@ -57,6 +57,8 @@ inline const char* errc_name(Errc c) {
     case Errc::no_such_process: return "no_such_process";
     case Errc::io_error: return "io_error";
     case Errc::no_space: return "no_space";
+    case Errc::interrupted: return "interrupted";
+    case Errc::timed_out: return "timed_out";
   }
   return "Errc(?)";
 }

@@ -1,0 +1,54 @@
+// The supervisor's event thread only dispatches: big answers (procs/ID/output)
+// are built elsewhere, so a waiter whose command ends with many of them is
+// answered first, and every answer is whole.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+using EventThreadTest = SbxfsTest;
+
+TEST_F(EventThreadTest, AWaiterIsAnsweredBeforeManyBigOutputAnswersBuiltAtTheSameMoment) {
+  constexpr int kBig = 20;
+  constexpr int kBytes = 256 * 1024;
+  // Every command ends at one wall-clock moment, late enough for all starts
+  // and reads to be issued first; the waiter's a little after the others.
+  const double end_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() + 4;
+  auto until = [](double t) {
+    return python_path() + " -c 'import time; time.sleep(max(0, " + std::to_string(t) + " - time.time()))'";
+  };
+  std::vector<std::string> big;
+  for (int i = 0; i < kBig; ++i) {
+    big.push_back(start("head -c " + std::to_string(kBytes) + " /dev/zero | tr '\\000' a; " + until(end_at)));
+    ASSERT_FALSE(big.back().empty());
+  }
+  const std::string waiter = start(until(end_at + 0.05));
+  ASSERT_FALSE(waiter.empty());
+
+  std::atomic<int> whole{0};
+  std::vector<Clock::time_point> done(kBig);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kBig; ++i)
+    readers.emplace_back([&, i] {
+      const FileResult r = read_file(p("procs/" + big[i] + "/output"));
+      done[i] = Clock::now();
+      const json j = parse_json(r.data);
+      if (r.err == 0 && j.is_object() && j["stdout"] == std::string(kBytes, 'a') && j["exitCode"] == 0) ++whole;
+    });
+  const FileResult w = read_file(p("procs/" + waiter + "/wait"));
+  const Clock::time_point waiter_done = Clock::now();
+  for (std::thread& t : readers) t.join();
+
+  ASSERT_EQ(w.err, 0);
+  EXPECT_EQ(parse_json(w.data)["stillRunning"], false) << w.data;
+  EXPECT_EQ(whole.load(), kBig);
+  EXPECT_LT(waiter_done, *std::max_element(done.begin(), done.end()))
+      << "the waiter was answered only after every big answer was built";
+}
+
+}  // namespace
+}  // namespace sbxit

@@ -1,0 +1,161 @@
+// Supervisor::start_async: the outcome comes later, on the event thread, and
+// a start whose monitor does not report is given up (stop, timeout,
+// cancel_starts) with nothing left. The monitor server is SIGSTOPped so
+// that no monitor reports.
+#include <signal.h>
+
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "tests/supervisor/test_util.hpp"
+
+namespace {
+
+using namespace sbxtest;
+using sup::Errc;
+
+class StartAsyncTest : public SupervisorTest {
+ protected:
+  bool open_in_setup() const override { return false; }
+
+  void SetUp() override {
+    SupervisorTest::SetUp();
+    sup::SupervisorOptions o;
+    o.state_dir = state_dir();
+    o.monitor_path = SBX_MONITOR_PATH;
+    o.start_timeout = 500ms;
+    auto r = sup::Supervisor::open(std::move(o));
+    ASSERT_TRUE(r.ok()) << describe(r.error());
+    sup_ = std::move(r.value());
+  }
+  void TearDown() override {
+    if (server_ > 0) ::kill(server_, SIGCONT);
+    SupervisorTest::TearDown();
+  }
+
+  /// Stops this process's monitor server (`sbxfs-monitor --serve`), once
+  /// its exec is over (a sanitizer build may exec itself again at start).
+  void stop_server() {
+    ASSERT_TRUE(wait_until([&] {
+      for (const std::string& task : dir_entries("/proc/self/task")) {
+        std::istringstream in(read_file("/proc/self/task/" + task + "/children"));
+        for (pid_t pid; in >> pid;)
+          if (proc_cmdline(pid).find("--serve") != std::string::npos) server_ = pid;
+      }
+      return server_ > 0;
+    }, 5000ms)) << "no monitor server among this process's children";
+    ASSERT_EQ(::kill(server_, SIGSTOP), 0);
+  }
+
+  /// Starts waiting for their monitor (their staging folders).
+  int under_way() const {
+    int n = 0;
+    for (const std::string& e : dir_entries(procs_dir()))
+      if (e.rfind(".new-", 0) == 0) ++n;
+    return n;
+  }
+
+  struct Outcome {
+    std::promise<sup::Result<sup::CommandStatus>> result;
+    std::promise<std::thread::id> thread;
+  };
+  sup::Supervisor::StartDone told(std::shared_ptr<Outcome> o) {
+    return [o](sup::Result<sup::CommandStatus> r) {
+      o->thread.set_value(std::this_thread::get_id());
+      o->result.set_value(std::move(r));
+    };
+  }
+
+  pid_t server_ = 0;
+};
+
+TEST_F(StartAsyncTest, AValidationErrorIsToldAtOnceOnTheCallersThread) {
+  auto o = std::make_shared<Outcome>();
+  auto result = o->result.get_future();
+  auto thread = o->thread.get_future();
+  sup::StartSpec bad = shell("true");
+  bad.cwd = "relative";
+  sup_->start_async(bad, sup::StartMode::new_only, told(o));
+  ASSERT_EQ(result.wait_for(0ms), std::future_status::ready);
+  EXPECT_EQ(thread.get(), std::this_thread::get_id());
+  auto r = result.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::invalid_argument);
+}
+
+TEST_F(StartAsyncTest, TheOutcomeComesLaterOnTheEventThreadWhenTheMonitorReports) {
+  stop_server();
+  auto o = std::make_shared<Outcome>();
+  auto result = o->result.get_future();
+  auto thread = o->thread.get_future();
+  sup_->start_async(shell("echo hi", "late"), sup::StartMode::new_only, told(o));
+  // The call returned without an outcome: the monitor is stopped.
+  ASSERT_TRUE(wait_until([&] { return under_way() == 1; }, 5000ms));
+  EXPECT_EQ(result.wait_for(100ms), std::future_status::timeout);
+  EXPECT_FALSE(sup_->status("late"));
+  ASSERT_EQ(::kill(server_, SIGCONT), 0);
+  ASSERT_EQ(result.wait_for(5000ms), std::future_status::ready);
+  EXPECT_NE(thread.get(), std::this_thread::get_id());
+  auto r = result.get();
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  EXPECT_EQ(r->bg_id, "late");
+  auto ended = sup_->wait("late", 5000ms);
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->exit_code, 0);
+}
+
+TEST_F(StartAsyncTest, AStopBeforeTheOutcomeIsInterruptedAndNothingRuns) {
+  stop_server();
+  auto o = std::make_shared<Outcome>();
+  auto result = o->result.get_future();
+  std::stop_source stop;
+  const std::string flag = work_.path() + "/ran";
+  sup_->start_async(shell("touch '" + flag + "'", "called-off"), sup::StartMode::new_only, told(o), stop.get_token());
+  ASSERT_TRUE(wait_until([&] { return under_way() == 1; }, 5000ms));
+  stop.request_stop();
+  ASSERT_EQ(result.wait_for(5000ms), std::future_status::ready);
+  auto r = result.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::interrupted);
+  EXPECT_FALSE(sup_->status("called-off"));
+  EXPECT_TRUE(wait_until([&] { return under_way() == 0; }, 5000ms));
+  // The name is free again, and the monitor of the called-off start, forked
+  // late, finds no folder: only the second start runs.
+  ASSERT_EQ(::kill(server_, SIGCONT), 0);
+  auto again = sup_->start(shell("true", "called-off"));
+  ASSERT_TRUE(again.ok()) << describe(again.error());
+  ASSERT_TRUE(sup_->wait("called-off", 5000ms));
+  EXPECT_FALSE(file_exists(flag));
+}
+
+TEST_F(StartAsyncTest, AMonitorThatNeverReportsTimesOut) {
+  stop_server();
+  const auto t0 = Clock::now();
+  auto r = sup_->start(shell("true", "stuck"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::timed_out) << r.error().message;
+  EXPECT_GE(seconds_since(t0), 0.45);
+  EXPECT_FALSE(sup_->status("stuck"));
+  EXPECT_TRUE(wait_until([&] { return under_way() == 0; }, 5000ms));
+  EXPECT_TRUE(sup_->list().empty());
+}
+
+TEST_F(StartAsyncTest, CancelStartsFailsThoseUnderWayAndLaterOnesAtOnce) {
+  stop_server();
+  auto o = std::make_shared<Outcome>();
+  auto result = o->result.get_future();
+  sup_->start_async(shell("true"), sup::StartMode::new_only, told(o));
+  ASSERT_TRUE(wait_until([&] { return under_way() == 1; }, 5000ms));
+  sup_->cancel_starts();
+  ASSERT_EQ(result.wait_for(0ms), std::future_status::ready);  // told before cancel_starts returned
+  auto r = result.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::io_error);
+  auto later = sup_->start(shell("true"));
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.error().code, Errc::io_error);
+  EXPECT_TRUE(sup_->list().empty());
+}
+
+}  // namespace
