@@ -18,6 +18,9 @@
 // that offset on. A rejected request also goes to `errors`. The next write
 // on the file starts a new request.
 //
+// A file opened write-only and closed with nothing written (`: > cmd`) is an
+// empty request: EINVAL at that close (flush), and a line in `errors`.
+//
 // procs/ID/cmd starts the request in slot ID (empty, or its command ended:
 // replaced; running: EBUSY); a read without a write shows the command.
 #include <algorithm>
@@ -26,6 +29,7 @@
 
 #include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
+#include "fsd/open_elsewhere.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/utf8.hpp"
 
@@ -62,11 +66,12 @@ std::vector<std::string> request_secrets(std::string_view request) {
 class CmdHandle : public Handle {
  public:
   /// `slot`: the bgId for procs/ID/cmd, empty for the root `cmd`.
-  CmdHandle(Filesystem& fs, std::string slot, std::string shown)
-      : fs_(fs), slot_(std::move(slot)), shown_(std::move(shown)) {}
+  CmdHandle(Filesystem& fs, std::string slot, std::string shown, fuse_ino_t ino, bool write_only)
+      : fs_(fs), slot_(std::move(slot)), shown_(std::move(shown)), ino_(ino), write_only_(write_only) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t off) override {
     std::lock_guard g(mu_);
+    wrote_ = true;
     if (too_big_) return Reply::error(E2BIG);  // the rest of a rejected oversized write
     if (done_) {
       // The rejected bytes again (Python's buffered writer retries them at
@@ -95,6 +100,8 @@ class CmdHandle : public Handle {
   Reply flush(fuse_req_t req) override {
     std::lock_guard g(mu_);
     too_big_ = false;
+    if (!wrote_ && !done_ && write_only_ && !open_elsewhere(Requester::of(req).pid, path(), ino_))
+      return Reply::error(finish_rejected(EINVAL, "empty request: the file was closed with nothing written", end_));
     if (done_ || is_blank(buf_)) return Reply::error(0);  // bash flushes before it writes
     return Reply::error(run(req, end_, end_));
   }
@@ -160,6 +167,9 @@ class CmdHandle : public Handle {
     return 0;
   }
 
+  /// Where this file is, as /proc shows it.
+  std::string path() const { return fs_.config().mountpoint + (slot_.empty() ? "/cmd" : "/procs/" + slot_ + "/cmd"); }
+
   /// The reason (which may quote the request: a cwd, a key) and the request
   /// are shown with the request's own secrets masked, then the global ones.
   int finish_rejected(int err, const std::string& reason, off_t at) {
@@ -194,8 +204,11 @@ class CmdHandle : public Handle {
   Filesystem& fs_;
   const std::string slot_;
   const std::string shown_;  // what a read without a write shows
+  const fuse_ino_t ino_;
+  const bool write_only_;    // opened O_WRONLY: a close with nothing written is an empty request
   std::mutex mu_;
   std::string buf_;             // guarded by mu_: the request being written
+  bool wrote_ = false;          // guarded by mu_: a write came on this open file
   bool done_ = false;           // guarded by mu_: a request completed; the next write starts anew
   bool too_big_ = false;        // guarded by mu_: refusing the rest of an oversized write
   std::string answer_;          // guarded by mu_: "<bgId>\n" or "error: ...\n"
@@ -207,11 +220,11 @@ class CmdHandle : public Handle {
 
 }  // namespace
 
-std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node) {
-  if (node.kind == Kind::cmd) return std::make_unique<CmdHandle>(fs, "", kUsage);
+std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node, bool write_only) {
+  if (node.kind == Kind::cmd) return std::make_unique<CmdHandle>(fs, "", kUsage, node.ino, write_only);
   const sup::CommandStatus& st = *node.record;
   std::string shown = st.state == "empty" ? "" : fs.mask(st.cmd_full, st.bg_id) + "\n";
-  return std::make_unique<CmdHandle>(fs, st.bg_id, std::move(shown));
+  return std::make_unique<CmdHandle>(fs, st.bg_id, std::move(shown), node.ino, write_only);
 }
 
 }  // namespace fsd

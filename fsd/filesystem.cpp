@@ -50,7 +50,8 @@ std::string Requester::cwd() const {
 }
 
 Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
-    : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup) {}
+    : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup),
+      scratch_(sup, errors_, cfg_.max_request, cfg_.scratch_ttl) {}
 
 void Filesystem::remember(const sup::CommandStatus& st) {
   std::lock_guard g(mu_);
@@ -71,6 +72,10 @@ std::optional<sup::CommandStatus> Filesystem::find(const std::string& id, const 
 sup::Result<Node> Filesystem::resolve(fuse_ino_t ino, const Requester& who) {
   const std::optional<InodeRef> ref = decode_ino(ino);
   if (!ref) return sup::Error{sup::Errc::not_found, "no such inode"};
+  if (ref->kind == Kind::scratch) {
+    if (!scratch_.stat(ino, who.uid)) return sup::Error{sup::Errc::not_found, "no such scratch file"};
+    return Node{Kind::scratch, ino, std::nullopt};
+  }
   if (!is_record_kind(ref->kind)) return Node{ref->kind, ino, std::nullopt};
 
   std::optional<std::string> id;

@@ -21,6 +21,7 @@
 #include "fsd/inode.hpp"
 #include "fsd/open_handles.hpp"
 #include "fsd/parked_requests.hpp"
+#include "fsd/scratch_files.hpp"
 #include "fsd/step_store.hpp"
 #include "supervisor/supervisor.hpp"
 
@@ -32,6 +33,7 @@ struct Config {
   std::size_t max_request = std::size_t{4} << 20;  ///< bytes of one request to `cmd`
   bool allow_other = false;                     ///< users see and run only their own commands
   std::size_t output_max = std::size_t{1} << 20;  ///< bytes of each stream in procs/ID/output
+  std::chrono::milliseconds scratch_ttl{60000};  ///< an unrenamed scratch file lives this long after its last close
 };
 
 /// Who sent a request (fuse_req_ctx) and that process's session id.
@@ -71,6 +73,7 @@ class Filesystem {
   ActivityLog& activity() { return activity_; }
   WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
   StepStore& steps() { return steps_; }
+  ScratchFiles& scratch() { return scratch_; }
 
   /// Adds an action done through the tree to the activity log (root
   /// status.json `steps`): `summary` and the note masked, cwd and note from
@@ -118,6 +121,7 @@ class Filesystem {
   ActivityLog activity_;
   WorkDirSizes work_dir_sizes_;
   StepStore steps_;
+  ScratchFiles scratch_;  // after errors_, which it writes to
 
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_

@@ -27,6 +27,7 @@ struct RawOptions {
   unsigned long max_running = 2000;
   unsigned long long log_max = sup::kDefaultLogMax;
   int allow_other = 0;
+  unsigned long scratch_ttl_ms = 60000;
   int extra_args = 0;  // a second non-option argument
 };
 
@@ -45,6 +46,7 @@ const fuse_opt kSpec[] = {
     SBX_OPT("keep_ended_sec=%lu", keep_ended_sec),
     SBX_OPT("max_running=%lu", max_running),
     SBX_OPT("log_max=%llu", log_max),
+    SBX_OPT("scratch_ttl_ms=%lu", scratch_ttl_ms),  // not in --help: for tests
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -111,6 +113,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.max_running = raw.max_running;
   o.log_max = raw.log_max;
   o.allow_other = raw.allow_other;
+  o.scratch_ttl_ms = raw.scratch_ttl_ms;
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
   std::free(raw.mountpoint);

@@ -31,6 +31,8 @@ struct Options {
   std::size_t max_running = 2000;         ///< commands running at once; 0: no limit
   std::uint64_t log_max = sup::kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
   bool allow_other = false;
+  /// Hidden (for tests): an unrenamed scratch file lives this long after its last close.
+  unsigned long scratch_ttl_ms = 60000;
   bool foreground = false;
   bool debug = false;
   bool show_help = false;

@@ -23,12 +23,12 @@ void ParkedRequests::park(fuse_req_t req, const std::string& id, Until until,
     std::unique_lock g(mu_);
     if (closed_) {
       g.unlock();
-      fuse_reply_err(req, EIO);
+      send_reply(req, Reply::error(EIO));  // through a route, if any
       return;
     }
     if (fuse_req_interrupted(req)) {
       g.unlock();
-      fuse_reply_err(req, EINTR);
+      send_reply(req, Reply::error(EINTR));
       return;
     }
     seq = next_seq_++;
@@ -73,7 +73,7 @@ void ParkedRequests::on_interrupt(fuse_req_t req, void* self) {
   // can share its address: no seq needed.
   std::optional<Parked> p = me->take(req);
   if (!p) return;  // answered by someone else, or not parked yet (park() checks again)
-  fuse_reply_err(req, EINTR);
+  send_reply(req, Reply::error(EINTR));
   if (p->timer) me->sup_.cancel_timer(p->timer);
 }
 
@@ -225,7 +225,7 @@ void ParkedRequests::shutdown() {
   sup_.unsubscribe(subscription_);
   for (auto& [req, p] : parked) {
     if (p.timer) sup_.cancel_timer(p.timer);
-    fuse_reply_err(req, EIO);
+    send_reply(req, Reply::error(EIO));  // through a route, if any
   }
   for (auto& [owner, w] : watches) fuse_pollhandle_destroy(w.ph);
 }
