@@ -55,9 +55,9 @@ std::vector<std::string> StartSpec::effective_argv() const {
 }
 
 Status validate_name(const std::string& name) {
-  if (!name.empty() && name[0] == '.')
-    return invalid("name may not begin with '.' (such names are for scratch files)");
-  return validate_stored_name(name);
+  if (Status st = validate_stored_name(name); !st) return st;
+  if (name[0] == '.') return invalid("name may not begin with '.' (such names are for scratch files)");
+  return Ok{};
 }
 
 Status validate_stored_name(const std::string& name) {
