@@ -6,7 +6,9 @@
 // several threads at once; a handle with mutable state locks it itself.
 // Lifetime: created by open, deleted by release. The kernel sends no release
 // while a read or write on the file is still unanswered, so a parked request
-// may refer to its handle until it is answered.
+// may refer to its handle until it is answered. A handle opened for a rename
+// over the file (a write and a close) is kept by that request's route until
+// the rename is answered, which comes after every answer of the handle's.
 #include <cstddef>
 #include <functional>
 #include <string>

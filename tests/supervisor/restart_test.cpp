@@ -311,6 +311,28 @@ TEST_F(RecoveryTest, UnfinishedStagingIsRemovedAndNothingIsStagedInProcs) {
   EXPECT_FALSE(sup_->status("junk").has_value());
 }
 
+// The daemon died between the fork and the rename into procs/: the command
+// runs, so its record is kept (from staging/, or from an older build's procs/.new-ID).
+TEST_F(RecoveryTest, ForkedStartInStagingIsKept) {
+  for (const std::string& staged : {std::string("/staging/new-"), std::string("/procs/.new-")}) {
+    SCOPED_TRACE(staged);
+    auto r = sup_->start(shell("sleep 30", "forked"));
+    SBX_ASSERT_OK(r);
+    sup_.reset();
+    fs::rename(record_dir("forked"), state_dir() + staged + "forked");
+    reopen();
+    ASSERT_TRUE(sup_);
+    auto st = sup_->status("forked");
+    ASSERT_TRUE(st.has_value());
+    EXPECT_TRUE(st->running);
+    EXPECT_TRUE(file_exists(record_dir("forked") + "/monitor.json"));
+    auto stopped = sup_->stop_and_wait("forked", 10000ms);
+    ASSERT_TRUE(stopped);
+    EXPECT_FALSE(stopped->running);
+    SBX_ASSERT_OK(sup_->remove("forked"));
+  }
+}
+
 // An older build staged starts and removals in procs/ under names a user
 // could also give; its records of such names must load, not vanish.
 TEST_F(RecoveryTest, OlderBuildsDotNamedRecordsLoad) {
