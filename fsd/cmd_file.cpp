@@ -167,8 +167,8 @@ class CmdHandle : public Handle {
     return 0;
   }
 
-  /// Where this file is, as /proc shows it.
-  std::string path() const { return fs_.config().mountpoint + (slot_.empty() ? "/cmd" : "/procs/" + slot_ + "/cmd"); }
+  /// The end of this file's path, as /proc shows it.
+  std::string path() const { return slot_.empty() ? "/cmd" : "/procs/" + slot_ + "/cmd"; }
 
   /// The reason (which may quote the request: a cwd, a key) and the request
   /// are shown with the request's own secrets masked, then the global ones.

@@ -68,6 +68,35 @@ int tree_setattr_errno(Filesystem& fs, const Node& node, const struct stat& attr
 bool wants_write(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
 bool wants_read(int flags) { return (flags & O_ACCMODE) != O_WRONLY; }
 
+}  // namespace
+
+std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who, int flags) {
+  switch (node.kind) {
+    case Kind::readme: return open_readme(fs);
+    case Kind::cmd:
+    case Kind::record_cmd: return open_cmd(fs, node, (flags & O_ACCMODE) == O_WRONLY);
+    case Kind::status:
+    case Kind::record_status: return open_status(fs, node, who);
+    case Kind::errors: return open_errors(fs);
+    case Kind::log:
+    case Kind::stdout_log:
+    case Kind::stderr_log:
+    case Kind::logs_entry: return open_log(fs, node);
+    case Kind::tail: return open_tail(fs, node);
+    case Kind::wait: return open_wait(fs, node, who);
+    case Kind::ready: return open_ready(fs, node, who);
+    case Kind::output: return open_output(fs, node, who);
+    case Kind::steps: return open_steps(fs, node);
+    case Kind::steps_json: return open_steps_json(fs, node);
+    case Kind::stop: return open_stop(fs, node);
+    case Kind::signal: return open_signal(fs, node);
+    case Kind::scratch: return open_scratch(fs, node, flags);
+    default: return nullptr;
+  }
+}
+
+namespace {
+
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
   guarded(req, "lookup", [&] {
     Filesystem& fs = fs_of(req);
@@ -300,31 +329,6 @@ fuse_lowlevel_ops make_ops() {
 }
 
 }  // namespace
-
-std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who, int flags) {
-  switch (node.kind) {
-    case Kind::readme: return open_readme(fs);
-    case Kind::cmd:
-    case Kind::record_cmd: return open_cmd(fs, node, (flags & O_ACCMODE) == O_WRONLY);
-    case Kind::status:
-    case Kind::record_status: return open_status(fs, node, who);
-    case Kind::errors: return open_errors(fs);
-    case Kind::log:
-    case Kind::stdout_log:
-    case Kind::stderr_log:
-    case Kind::logs_entry: return open_log(fs, node);
-    case Kind::tail: return open_tail(fs, node);
-    case Kind::wait: return open_wait(fs, node, who);
-    case Kind::ready: return open_ready(fs, node, who);
-    case Kind::output: return open_output(fs, node, who);
-    case Kind::steps: return open_steps(fs, node);
-    case Kind::steps_json: return open_steps_json(fs, node);
-    case Kind::stop: return open_stop(fs, node);
-    case Kind::signal: return open_signal(fs, node);
-    case Kind::scratch: return open_scratch(fs, node, flags);
-    default: return nullptr;
-  }
-}
 
 const fuse_lowlevel_ops& lowlevel_ops() {
   static const fuse_lowlevel_ops ops = make_ops();

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <memory>
+#include <string_view>
 #include <unistd.h>
 
 namespace fsd {
@@ -23,7 +24,7 @@ fuse_ino_t fdinfo_ino(const std::string& fdinfo) {
 
 }  // namespace
 
-bool open_elsewhere(pid_t pid, const std::string& path, fuse_ino_t ino) {
+bool open_elsewhere(pid_t pid, const std::string& tail, fuse_ino_t ino) {
   if (pid <= 0) return false;
   const std::string base = "/proc/" + std::to_string(pid);
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir((base + "/fd").c_str()), ::closedir);
@@ -35,7 +36,7 @@ bool open_elsewhere(pid_t pid, const std::string& path, fuse_ino_t ino) {
     // system (no request to ourselves); the inode tells it from a namesake.
     const ssize_t n = ::readlink((base + "/fd/" + e->d_name).c_str(), target, sizeof target);
     if (n <= 0 || static_cast<std::size_t>(n) >= sizeof target) continue;
-    if (std::string_view(target, static_cast<std::size_t>(n)) != path) continue;
+    if (!std::string_view(target, static_cast<std::size_t>(n)).ends_with(tail)) continue;
     if (fdinfo_ino(base + "/fdinfo/" + e->d_name) == ino) return true;
   }
   return false;

@@ -11,8 +11,9 @@
 
 namespace fsd {
 
-/// True when one of `pid`'s descriptors is open on `path` (as /proc shows
-/// it) with inode `ino`. False when none is, or /proc cannot tell.
-bool open_elsewhere(pid_t pid, const std::string& path, fuse_ino_t ino);
+/// True when one of `pid`'s descriptors is open on a file whose path (as
+/// /proc shows it, from the process's own root) ends in `tail` and whose
+/// inode is `ino`. False when none is, or /proc cannot tell.
+bool open_elsewhere(pid_t pid, const std::string& tail, fuse_ino_t ino);
 
 }  // namespace fsd
