@@ -32,6 +32,7 @@ struct ScratchFiles::State {
     std::string name;
     std::string content;
     unsigned open = 0;
+    bool named = true;         // false: unlinked while open, gone at the last close
     std::uint64_t closes = 0;  // which last close a time-to-live timer belongs to
   };
   using Key = std::tuple<fuse_ino_t, uid_t, std::string>;  // folder, owner, name
@@ -50,10 +51,22 @@ struct ScratchFiles::State {
   std::map<uid_t, std::size_t> per_user;         // guarded by mu
   std::uint64_t next = 1;                        // guarded by mu
 
+  /// Takes the name (and the user's count) away; the file itself goes with
+  /// its last close, as an unlinked file does. Needs mu.
+  void unname(Entry& e) {
+    if (!e.named) return;
+    e.named = false;
+    names.erase(Key{e.info.dir, e.info.uid, e.name});
+    if (--per_user[e.info.uid] == 0) per_user.erase(e.info.uid);
+  }
   void erase(std::unordered_map<fuse_ino_t, Entry>::iterator it) {  // needs mu
-    names.erase(Key{it->second.info.dir, it->second.info.uid, it->second.name});
-    if (--per_user[it->second.info.uid] == 0) per_user.erase(it->second.info.uid);
+    unname(it->second);
     files.erase(it);
+  }
+  /// unlink, or replaced by a rename. Needs mu.
+  void remove(std::unordered_map<fuse_ino_t, Entry>::iterator it) {
+    if (it->second.open > 0) unname(it->second);
+    else erase(it);
   }
 
   Entry* get(fuse_ino_t ino) {  // needs mu
@@ -160,9 +173,13 @@ void ScratchFiles::closed(fuse_ino_t ino) {
   std::uint64_t closes = 0;
   {
     std::lock_guard g(s.mu);
-    State::Entry* e = s.get(ino);
-    if (!e || e->open == 0 || --e->open > 0) return;
-    closes = ++e->closes;
+    auto it = s.files.find(ino);
+    if (it == s.files.end() || it->second.open == 0 || --it->second.open > 0) return;
+    if (!it->second.named) {
+      s.files.erase(it);  // unlinked while open: now it is gone
+      return;
+    }
+    closes = ++it->second.closes;
   }
   std::weak_ptr<State> weak = state_;
   s.sup.add_timer(sup::Supervisor::Clock::now() + s.ttl, [weak, ino, closes] {
@@ -232,7 +249,7 @@ int ScratchFiles::remove(fuse_ino_t dir, std::string_view name, uid_t uid) {
   std::lock_guard g(s.mu);
   auto n = s.names.find(State::Key{dir, uid, std::string(name)});
   if (n == s.names.end()) return ENOENT;
-  s.erase(s.files.find(n->second));
+  s.remove(s.files.find(n->second));
   return 0;
 }
 
@@ -241,12 +258,12 @@ int ScratchFiles::rename(fuse_ino_t ino, fuse_ino_t dir, const std::string& dir_
   State& s = *state_;
   std::lock_guard g(s.mu);
   State::Entry* e = s.get(ino);
-  if (!e) return ENOENT;
+  if (!e || !e->named) return ENOENT;
   State::Key to{dir, e->info.uid, std::string(name)};
   if (auto n = s.names.find(to); n != s.names.end()) {
     if (n->second == ino) return 0;  // onto itself: nothing to do (rename(2))
     if (no_replace) return EEXIST;
-    s.erase(s.files.find(n->second));
+    s.remove(s.files.find(n->second));
     e = s.get(ino);
   }
   s.names.erase(State::Key{e->info.dir, e->info.uid, e->name});
@@ -261,9 +278,9 @@ std::optional<std::string> ScratchFiles::take(fuse_ino_t ino) {
   State& s = *state_;
   std::lock_guard g(s.mu);
   auto it = s.files.find(ino);
-  if (it == s.files.end()) return std::nullopt;
+  if (it == s.files.end() || !it->second.named) return std::nullopt;
   std::string content = std::move(it->second.content);
-  s.erase(it);
+  s.remove(it);
   return content;
 }
 

@@ -90,7 +90,9 @@ class ScratchFiles {
   int set_mode(fuse_ino_t ino, mode_t mode);
   int set_mtime(fuse_ino_t ino, const timespec& mtime);
 
-  /// unlink: ENOENT when `uid` has no such scratch.
+  /// unlink: ENOENT when `uid` has no such scratch. One still open lives on,
+  /// nameless, until its last close (as on any file system); so does one a
+  /// rename replaces or takes.
   int remove(fuse_ino_t dir, std::string_view name, uid_t uid);
   /// rename of scratch `ino` to `name` in `dir` (path `dir_path`), replacing
   /// a scratch of that user there, unless `no_replace` (then EEXIST).

@@ -268,6 +268,15 @@ TEST_F(WritersTest, ScratchFilesAreOrdinaryFiles) {
   EXPECT_EQ(stat_errno(p(d + "/notes.txt")), ENOENT);
   ASSERT_EQ(::unlink(p("moved.txt").c_str()), 0);
   EXPECT_EQ(stat_errno(p("moved.txt")), ENOENT);
+  // Unlinked while open (an editor's swap file): the open file still works.
+  RunResult r = python("import os\n"
+                       "p = os.environ['MNT'] + '/.swap'\n"
+                       "fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)\n"
+                       "os.unlink(p)\n"
+                       "os.write(fd, b'still here')\n"
+                       "print(os.pread(fd, 100, 0).decode(), os.path.exists(p))\n"
+                       "os.close(fd)\n");
+  EXPECT_EQ(r.out, "still here False\n") << r.err;
   expect_no_scratch("");
   expect_no_scratch(d);
 }
