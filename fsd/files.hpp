@@ -114,6 +114,9 @@ Reply rename_entry(Filesystem& fs, fuse_req_t req, fuse_ino_t parent, std::strin
 // (access modes already checked); null for a node that cannot be opened.
 std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who, int flags);
 
+// box_steps_file.cpp: steps.json at the root, every kept step of the box (snapshot at open).
+std::unique_ptr<Handle> open_box_steps(Filesystem& fs);
+
 // tree.cpp and procs_dir.cpp: names, attributes and directories.
 
 /// `name` in directory `parent`; ENOENT when there is no such file.

@@ -31,6 +31,9 @@ struct SupervisorOptions {
   RetentionPolicy retention;
   /// Commands running at once; a start past it is try_again. 0: no limit.
   std::size_t max_running = 2000;
+  /// Commands one user (by uid) may run at once, starts in progress
+  /// included; a start past it is try_again. 0: no limit.
+  std::size_t max_running_per_user = 0;
   std::uint64_t log_max = kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
 };
 

@@ -45,7 +45,7 @@ TEST_F(StatusTest, RootListsRunningOldestFirstAndCountsFinished) {
   for (auto& pr : s["procs"]) {
     std::vector<std::string> keys;
     for (auto& [k, v] : pr.items()) keys.push_back(k);
-    EXPECT_EQ(keys, (std::vector<std::string>{"bgId", "cmd", "cpu", "logPath", "mine", "note", "running",
+    EXPECT_EQ(keys, (std::vector<std::string>{"bgId", "client", "cmd", "cpu", "logPath", "mine", "note", "running",
                                               "startedAt"}));
     EXPECT_EQ(pr["running"], true);
     EXPECT_EQ(pr["cmd"], "sleep 30");

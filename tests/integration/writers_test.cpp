@@ -16,7 +16,7 @@
 namespace sbxit {
 namespace {
 
-const std::vector<std::string> kRootNames = {"README", "cmd", "status.json", "errors", "procs", "logs"};
+const std::vector<std::string> kRootNames = {"README", "cmd", "status.json", "steps.json", "errors", "procs", "logs"};
 
 /// Puts `content` into the tree's file `path` the way one client does.
 using Writer = std::function<RunResult(const std::string& path, const std::string& content)>;
