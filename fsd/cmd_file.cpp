@@ -27,6 +27,9 @@
 // interrupt of the parked request (Ctrl-C, `timeout`) calls the start off:
 // EINTR, nothing started, no record (StartRequests).
 //
+// A file opened write-only and closed with nothing written (`: > cmd`) is an
+// empty request: EINVAL at that close (flush), and a line in `errors`.
+//
 // procs/ID/cmd starts the request in slot ID (empty, or its command ended:
 // replaced; running: EBUSY); a read without a write shows the command.
 #include <algorithm>
@@ -37,6 +40,7 @@
 
 #include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
+#include "fsd/open_elsewhere.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/utf8.hpp"
 
@@ -73,11 +77,12 @@ std::vector<std::string> request_secrets(std::string_view request) {
 class CmdHandle : public Handle {
  public:
   /// `slot`: the bgId for procs/ID/cmd, empty for the root `cmd`.
-  CmdHandle(Filesystem& fs, std::string slot, std::string shown)
-      : fs_(fs), slot_(std::move(slot)), shown_(std::move(shown)) {}
+  CmdHandle(Filesystem& fs, std::string slot, std::string shown, fuse_ino_t ino, bool write_only)
+      : fs_(fs), slot_(std::move(slot)), shown_(std::move(shown)), ino_(ino), write_only_(write_only) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t off) override {
     std::unique_lock g(mu_);
+    wrote_ = true;
     if (starting_) {
       fs_.errors().add(path(), EBUSY, "a start is under way on this open file: write the next request after it answered",
                        fs_.mask(data.substr(0, ErrorLog::kRequestChars), ""), slot_);
@@ -113,6 +118,8 @@ class CmdHandle : public Handle {
     std::unique_lock g(mu_);
     too_big_ = false;
     if (starting_) return Reply::error(0);  // the request that started it answers for it
+    if (!wrote_ && !done_ && write_only_ && !open_elsewhere(Requester::of(req).pid, "/" + path(), ino_))
+      return Reply::error(finish_rejected(EINVAL, "empty request: the file was closed with nothing written", end_));
     if (done_ || is_blank(buf_)) return Reply::error(0);  // bash flushes before it writes
     return start(g, req, end_, end_, [](int err) { return Reply::error(err); });
   }
@@ -217,6 +224,7 @@ class CmdHandle : public Handle {
     send_reply(req, r);
   }
 
+  /// The file's path in the tree, as errors names it (and, after a "/", as /proc ends it).
   std::string path() const { return slot_.empty() ? "cmd" : "procs/" + slot_ + "/cmd"; }
 
   /// The reason (which may quote the request: a cwd, a key) and the request
@@ -255,8 +263,11 @@ class CmdHandle : public Handle {
   Filesystem& fs_;
   const std::string slot_;
   const std::string shown_;  // what a read without a write shows
+  const fuse_ino_t ino_;
+  const bool write_only_;    // opened O_WRONLY: a close with nothing written is an empty request
   std::mutex mu_;
   std::string buf_;             // guarded by mu_: the request being written
+  bool wrote_ = false;          // guarded by mu_: a write came on this open file
   bool done_ = false;           // guarded by mu_: a request completed; the next write starts anew
   bool too_big_ = false;        // guarded by mu_: refusing the rest of an oversized write
   bool starting_ = false;       // guarded by mu_: a start is under way (buf_ is its request)
@@ -269,11 +280,11 @@ class CmdHandle : public Handle {
 
 }  // namespace
 
-std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node) {
-  if (node.kind == Kind::cmd) return std::make_unique<CmdHandle>(fs, "", kUsage);
+std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node, bool write_only) {
+  if (node.kind == Kind::cmd) return std::make_unique<CmdHandle>(fs, "", kUsage, node.ino, write_only);
   const sup::CommandStatus& st = *node.record;
   std::string shown = st.state == "empty" ? "" : fs.mask(st.cmd_full, st.bg_id) + "\n";
-  return std::make_unique<CmdHandle>(fs, st.bg_id, std::move(shown));
+  return std::make_unique<CmdHandle>(fs, st.bg_id, std::move(shown), node.ino, write_only);
 }
 
 }  // namespace fsd

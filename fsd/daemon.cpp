@@ -285,6 +285,7 @@ int run(Options& opts) {
   cfg.max_request = opts.max_request;
   cfg.output_max = opts.output_max;
   cfg.allow_other = opts.allow_other;
+  cfg.scratch_ttl = std::chrono::milliseconds(opts.scratch_ttl_ms);
   cfg.keep_steps = std::chrono::seconds(opts.keep_steps_sec);
   auto fs = std::make_unique<Filesystem>(*supervisor, std::move(cfg));
   fs_slot = fs.get();

@@ -27,10 +27,10 @@ void guarded(fuse_req_t req, const char* op, Body&& body) noexcept {
     body();
   } catch (const std::exception& e) {
     fuse_log(FUSE_LOG_ERR, "sbxfs: %s: %s\n", op, e.what());
-    fuse_reply_err(req, EIO);
+    send_reply(req, Reply::error(EIO));
   } catch (...) {
     fuse_log(FUSE_LOG_ERR, "sbxfs: %s: unknown exception\n", op);
-    fuse_reply_err(req, EIO);
+    send_reply(req, Reply::error(EIO));
   }
 }
 
@@ -51,6 +51,20 @@ struct DirHandle : Handle {
   std::vector<DirEntry> entries;
 };
 
+/// setattr of a file of the tree: only what changes nothing is accepted
+/// (a mode or owner set to what it is, as copying tools and editors do),
+/// plus truncation (open with O_TRUNC, `truncate`) of a writable file and
+/// times, which change nothing either.
+int tree_setattr_errno(Filesystem& fs, const Node& node, const struct stat& attr, int to_set) {
+  const struct stat now = attr_of(fs, node, nullptr);
+  if ((to_set & FUSE_SET_ATTR_MODE) && (attr.st_mode & 07777) != (now.st_mode & 07777)) return EPERM;
+  if (((to_set & FUSE_SET_ATTR_UID) && attr.st_uid != now.st_uid) ||
+      ((to_set & FUSE_SET_ATTR_GID) && attr.st_gid != now.st_gid))
+    return EPERM;
+  if ((to_set & FUSE_SET_ATTR_SIZE) && !(now.st_mode & 0222)) return EACCES;
+  return 0;
+}
+
 /// Files whose answer says `mine` (for which the reader's SBX_CLIENT is read).
 bool shows_mine(Kind k) {
   return k == Kind::status || k == Kind::record_status || k == Kind::wait || k == Kind::ready || k == Kind::output;
@@ -59,11 +73,13 @@ bool shows_mine(Kind k) {
 bool wants_write(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
 bool wants_read(int flags) { return (flags & O_ACCMODE) != O_WRONLY; }
 
-std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who) {
+}  // namespace
+
+std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who, int flags) {
   switch (node.kind) {
     case Kind::readme: return open_readme(fs);
     case Kind::cmd:
-    case Kind::record_cmd: return open_cmd(fs, node);
+    case Kind::record_cmd: return open_cmd(fs, node, (flags & O_ACCMODE) == O_WRONLY);
     case Kind::status:
     case Kind::record_status: return open_status(fs, node, who);
     case Kind::errors: return open_errors(fs);
@@ -79,10 +95,13 @@ std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Reques
     case Kind::steps_json: return open_steps_json(fs, node);
     case Kind::stop: return open_stop(fs, node);
     case Kind::signal: return open_signal(fs, node);
+    case Kind::scratch: return open_scratch(fs, node, flags);
     case Kind::box_steps: return open_box_steps(fs);
     default: return nullptr;
   }
 }
+
+namespace {
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
   guarded(req, "lookup", [&] {
@@ -108,16 +127,16 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   });
 }
 
-void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat*, int to_set, fuse_file_info* fi) noexcept {
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) noexcept {
   guarded(req, "setattr", [&] {
     Filesystem& fs = fs_of(req);
     const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
     if (!node) return reply_error(req, node.error());
-    if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
-      return (void)fuse_reply_err(req, EPERM);
-    // Truncation (open with O_TRUNC, `truncate`) and times: accepted, nothing to change.
-    if ((to_set & FUSE_SET_ATTR_SIZE) && !(mode_of(node->kind) & 0222))
-      return (void)fuse_reply_err(req, EACCES);
+    if (node->kind == Kind::scratch) {
+      if (const int err = setattr_scratch(fs, *node, *attr, to_set)) return (void)fuse_reply_err(req, err);
+    } else if (const int err = tree_setattr_errno(fs, *node, *attr, to_set)) {
+      return (void)fuse_reply_err(req, err);
+    }
     const struct stat st = attr_of(fs, *node, handle_of(fi));
     fuse_reply_attr(req, &st, attr_timeout_of(node->kind));
   });
@@ -148,11 +167,48 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
   });
 }
 
-void op_unlink(fuse_req_t req, fuse_ino_t, const char*) noexcept { fuse_reply_err(req, EPERM); }
-
-void op_create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) noexcept {
-  fuse_reply_err(req, EACCES);  // the tree's files are all there is
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
+  guarded(req, "unlink", [&] {
+    Filesystem& fs = fs_of(req);
+    const Requester who = Requester::of(req);
+    const sup::Result<Node> dir = fs.resolve(parent, who);
+    if (!dir) return reply_error(req, dir.error());
+    fuse_reply_err(req, unlink_entry(fs, *dir, name, who));
+  });
 }
+
+void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) noexcept {
+  guarded(req, "create", [&] {
+    Filesystem& fs = fs_of(req);
+    const Requester who = Requester::of(req);
+    const sup::Result<Node> dir = fs.resolve(parent, who);
+    if (!dir) return reply_error(req, dir.error());
+    Node node{Kind::scratch, 0, std::nullopt};
+    std::unique_ptr<Handle> h;
+    if (const int err = create_scratch(fs, *dir, name, mode, fi->flags, who, &node, &h))
+      return (void)fuse_reply_err(req, err);
+    fuse_entry_param e{};
+    e.ino = node.ino;
+    e.attr = attr_of(fs, node, nullptr);
+    e.entry_timeout = timeout_of(node.kind);
+    e.attr_timeout = attr_timeout_of(node.kind);
+    fi->direct_io = 1;
+    fi->keep_cache = 0;
+    fi->fh = fs.handles().keep(std::move(h));
+    if (fuse_reply_create(req, &e, fi) != 0) fs.handles().drop(fi->fh);  // interrupted: no release follows
+  });
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent, const char* newname,
+               unsigned int flags) noexcept {
+  guarded(req, "rename", [&] { send_reply(req, rename_entry(fs_of(req), req, parent, name, newparent, newname, flags)); });
+}
+
+// Only create(2) makes files here (scratch files): no links, devices,
+// FIFOs or symbolic links, as for any file that cannot be created.
+void op_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) noexcept { fuse_reply_err(req, EACCES); }
+void op_mknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) noexcept { fuse_reply_err(req, EACCES); }
+void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) noexcept { fuse_reply_err(req, EACCES); }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   guarded(req, "open", [&] {
@@ -165,7 +221,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     if (S_ISDIR(mode)) return (void)fuse_reply_err(req, EISDIR);
     if ((wants_write(fi->flags) && !(mode & 0222)) || (wants_read(fi->flags) && !(mode & 0444)))
       return (void)fuse_reply_err(req, EACCES);
-    std::unique_ptr<Handle> h = open_node(fs, *node, who);
+    std::unique_ptr<Handle> h = open_node(fs, *node, who, fi->flags);
     if (!h) return (void)fuse_reply_err(req, EIO);
     // Every file is direct_io: contents change behind the kernel's back and
     // a blocking read must reach us, interruptible (NOTES.md §1, §2).
@@ -263,6 +319,10 @@ fuse_lowlevel_ops make_ops() {
   ops.unlink = op_unlink;
   ops.rmdir = op_rmdir;
   ops.create = op_create;
+  ops.rename = op_rename;
+  ops.symlink = op_symlink;
+  ops.mknod = op_mknod;
+  ops.link = op_link;
   ops.open = op_open;
   ops.read = op_read;
   ops.write = op_write;

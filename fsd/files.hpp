@@ -2,6 +2,7 @@
 // The files of the tree, one source file each. Each opener checks nothing
 // about access modes (the dispatcher did) and returns the open file's handle.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,13 +26,21 @@ class SnapshotHandle : public Handle {
   const std::string text_;
 };
 
+/// One entry of a directory listing.
+struct DirEntry {
+  std::string name;
+  fuse_ino_t ino;
+  mode_t mode;
+};
+
 // readme_file.cpp: README, plain-text usage built from the configuration.
 std::string make_readme(const Config& cfg);
 std::unique_ptr<Handle> open_readme(Filesystem& fs);
 
 // cmd_file.cpp: `cmd` and procs/ID/cmd. Writes accumulate into a request that
 // is started in the write (or flush) that completes it; reads give the answer.
-std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node);
+/// `write_only`: opened O_WRONLY, so a close with nothing written is an empty request (EINVAL).
+std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node, bool write_only);
 
 // status_file.cpp: status.json of the supervisor and of one command (snapshot at open).
 std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const Requester& reader);
@@ -72,15 +81,43 @@ std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node);
 // signal_file.cpp: a write sends a signal (number or name) to the whole tree.
 std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node);
 
+// scratch_file.cpp: scratch files (ScratchFiles) as the tree shows them.
+/// Where `dir`'s scratch files are, relative to the mount point ("" for the
+/// root, "procs/ID"); nullopt for a folder that holds none (procs/, logs/).
+std::optional<std::string> scratch_dir_path(const Node& dir);
+/// `who`'s scratch `name` in `dir`; ENOENT when there is none. lookup()
+/// tries it after the tree's own names.
+sup::Result<Node> lookup_scratch(Filesystem& fs, const Node& dir, std::string_view name, const Requester& who);
+/// `who`'s scratch files in `dir`, for its listing.
+std::vector<DirEntry> list_scratch(Filesystem& fs, const Node& dir, const Requester& who);
+struct stat scratch_attr(Filesystem& fs, const Node& node);
+/// The open file of a scratch (O_TRUNC honoured); null when it is gone.
+std::unique_ptr<Handle> open_scratch(Filesystem& fs, const Node& node, int flags);
+/// create(2) of `name` in `dir`: a new scratch, or with neither O_EXCL nor a
+/// tree file of that name, the user's existing one. 0 or the errno
+/// (EACCES where none can be, EEXIST, EDQUOT: also a line in `errors`).
+int create_scratch(Filesystem& fs, const Node& dir, std::string_view name, mode_t mode, int flags,
+                   const Requester& who, Node* node, std::unique_ptr<Handle>* h);
+/// setattr of a scratch: size (EFBIG past max_request), mode, times; the
+/// owner may be "changed" to itself only (EPERM).
+int setattr_scratch(Filesystem& fs, const Node& node, const struct stat& attr, int to_set);
+/// unlink(2): removes a scratch; EPERM for the tree's own files.
+int unlink_entry(Filesystem& fs, const Node& dir, std::string_view name, const Requester& who);
+
+// scratch_rename.cpp: rename(2). A scratch renamed over a writable file of
+// the tree is a write of its content there and a close; the answer may come
+// later (Reply::parked), from whoever answers the parked write or close.
+Reply rename_entry(Filesystem& fs, fuse_req_t req, fuse_ino_t parent, std::string_view name,
+                   fuse_ino_t newparent, std::string_view newname, unsigned flags);
+
+// dispatcher.cpp: the open file that open(2) with `flags` makes of `node`
+// (access modes already checked); null for a node that cannot be opened.
+std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who, int flags);
+
 // box_steps_file.cpp: steps.json at the root, every kept step of the box (snapshot at open).
 std::unique_ptr<Handle> open_box_steps(Filesystem& fs);
 
 // tree.cpp and procs_dir.cpp: names, attributes and directories.
-struct DirEntry {
-  std::string name;
-  fuse_ino_t ino;
-  mode_t mode;
-};
 
 /// `name` in directory `parent`; ENOENT when there is no such file.
 sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who);

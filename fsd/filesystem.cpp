@@ -57,7 +57,8 @@ std::string Requester::cwd() const {
 void Requester::load_client() { client = client_of(pid); }
 
 Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
-    : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup) {
+    : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup),
+      scratch_(sup, errors_, cfg_.max_request, cfg_.scratch_ttl) {
   const std::string dir = sup_.info().state_dir + "/steps";
   sup::Result<std::unique_ptr<sup::BoxSteps>> opened = sup::BoxSteps::open(dir, cfg_.keep_steps);
   if (opened) {
@@ -95,6 +96,10 @@ std::optional<sup::CommandStatus> Filesystem::find(const std::string& id, const 
 sup::Result<Node> Filesystem::resolve(fuse_ino_t ino, const Requester& who) {
   const std::optional<InodeRef> ref = decode_ino(ino);
   if (!ref) return sup::Error{sup::Errc::not_found, "no such inode"};
+  if (ref->kind == Kind::scratch) {
+    if (!scratch_.stat(ino, who.uid)) return sup::Error{sup::Errc::not_found, "no such scratch file"};
+    return Node{Kind::scratch, ino, std::nullopt};
+  }
   if (!is_record_kind(ref->kind)) return Node{ref->kind, ino, std::nullopt};
 
   std::optional<std::string> id;

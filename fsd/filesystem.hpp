@@ -20,6 +20,7 @@
 #include "fsd/inode.hpp"
 #include "fsd/open_handles.hpp"
 #include "fsd/parked_requests.hpp"
+#include "fsd/scratch_files.hpp"
 #include "fsd/start_requests.hpp"
 #include "fsd/step_store.hpp"
 #include "supervisor/box_steps.hpp"
@@ -33,6 +34,7 @@ struct Config {
   std::size_t max_request = std::size_t{4} << 20;  ///< bytes of one request to `cmd`
   bool allow_other = false;                     ///< users see and run only their own commands
   std::size_t output_max = std::size_t{1} << 20;  ///< bytes of each stream in procs/ID/output
+  std::chrono::milliseconds scratch_ttl{60000};  ///< an unrenamed scratch file lives this long after its last close
   std::chrono::seconds keep_steps{604800};      ///< the box's steps are kept this long; 0: forever
 };
 
@@ -82,6 +84,7 @@ class Filesystem {
   sup::BoxSteps& box_steps() { return *box_steps_; }
   WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
   StepStore& steps() { return steps_; }
+  ScratchFiles& scratch() { return scratch_; }
 
   /// Adds an action done through the tree to the box's steps (root
   /// status.json `steps`, steps.json): `summary` and the note masked, cwd,
@@ -141,6 +144,7 @@ class Filesystem {
   std::uint64_t ended_subscription_ = 0;
   WorkDirSizes work_dir_sizes_;
   StepStore steps_;
+  ScratchFiles scratch_;  // after errors_, which it writes to
 
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_

@@ -1,7 +1,9 @@
 #include "fsd/handle.hpp"
 
 #include <cerrno>
+#include <mutex>
 #include <poll.h>
+#include <unordered_map>
 #include <sys/stat.h>
 
 #include "fsd/errno_map.hpp"
@@ -15,7 +17,29 @@ Reply Reply::slice(std::string_view bytes, off_t off, std::size_t size) {
   return data(std::string(bytes.substr(static_cast<std::size_t>(off), size)));
 }
 
+namespace {
+
+std::mutex g_routes_mu;
+std::unordered_map<fuse_req_t, ReplyRoute> g_routes;  // guarded by g_routes_mu
+
+}  // namespace
+
+void route_replies(fuse_req_t req, ReplyRoute next) {
+  std::lock_guard g(g_routes_mu);
+  g_routes.insert_or_assign(req, std::move(next));
+}
+
 void send_reply(fuse_req_t req, const Reply& r) {
+  if (r.type() == Reply::Type::parked) return;
+  ReplyRoute route;
+  {
+    std::lock_guard g(g_routes_mu);
+    if (auto it = g_routes.find(req); it != g_routes.end()) {
+      route = std::move(it->second);
+      g_routes.erase(it);
+    }
+  }
+  if (route) return route(r);  // outside the lock: it may route again and call on
   switch (r.type()) {
     case Reply::Type::error: fuse_reply_err(req, r.err()); break;
     case Reply::Type::data: fuse_reply_buf(req, r.bytes().data(), r.bytes().size()); break;

@@ -6,8 +6,11 @@
 // several threads at once; a handle with mutable state locks it itself.
 // Lifetime: created by open, deleted by release. The kernel sends no release
 // while a read or write on the file is still unanswered, so a parked request
-// may refer to its handle until it is answered.
+// may refer to its handle until it is answered. A handle opened for a rename
+// over the file (a write and a close) is kept by that request's route until
+// the rename is answered, which comes after every answer of the handle's.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -64,7 +67,17 @@ class Reply {
 };
 
 /// Sends `r` for `req` (does nothing for a parked reply). Any thread.
+/// When a route is set for `req` (route_replies), `r` goes to it instead.
 void send_reply(fuse_req_t req, const Reply& r);
+
+/// Where the next reply for `req` goes instead of the kernel: for a request
+/// that is answered by other files' operations (a rename that is a write and
+/// a close), any of which may be parked and answered later on another
+/// thread. The route gets the next non-parked reply sent for `req`, once; to
+/// get the one after it, it sets a route again before it calls the next
+/// operation. It answers `req` itself in the end. Any thread.
+using ReplyRoute = std::function<void(const Reply&)>;
+void route_replies(fuse_req_t req, ReplyRoute next);
 
 class Handle {
  public:

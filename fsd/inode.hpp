@@ -4,7 +4,8 @@
 //     (serial + 1) << 5 | kind
 // where serial is sup::CommandStatus::serial (stable per bgId for the daemon's
 // life, never reused), so the same file keeps its inode across lookups and the
-// FUSE side needs no table of nodes. Every call maps the inode back to a bgId
+// FUSE side needs no table of nodes. Scratch files (created by writers,
+// renamed away) are the exception: see kScratchInoBit. Every call maps the inode back to a bgId
 // and re-checks that the record still exists (a vanished command is ENOENT).
 #include <cstdint>
 #include <optional>
@@ -23,6 +24,7 @@ enum class Kind : std::uint8_t {
   procs,
   logs,
   box_steps,  // steps.json at the root
+  scratch = 15,  // a scratch file (scratch_files.hpp): inode kScratchInoBit | counter
   // Files of one command: the low 5 bits of its inodes.
   record_dir = 16,
   record_cmd,
@@ -53,6 +55,10 @@ struct InodeRef {
   std::uint64_t serial = 0;  ///< meaningful for record kinds only
 };
 
+/// Scratch files take their inodes from a counter with this bit set: a range
+/// of their own, never reused, disjoint from the computed ones.
+constexpr fuse_ino_t kScratchInoBit = fuse_ino_t{1} << 62;
+
 constexpr fuse_ino_t fixed_ino(Kind k) { return static_cast<fuse_ino_t>(k); }
 
 constexpr fuse_ino_t record_ino(std::uint64_t serial, Kind k) {
@@ -61,6 +67,7 @@ constexpr fuse_ino_t record_ino(std::uint64_t serial, Kind k) {
 
 /// The kind (and serial) an inode stands for; nullopt for an inode we never hand out.
 inline std::optional<InodeRef> decode_ino(fuse_ino_t ino) {
+  if (ino & kScratchInoBit) return InodeRef{Kind::scratch};
   if (ino >= static_cast<fuse_ino_t>(Kind::root) && ino <= static_cast<fuse_ino_t>(kLastFixedKind))
     return InodeRef{static_cast<Kind>(ino)};
   if (ino < 32) return std::nullopt;

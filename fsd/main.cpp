@@ -5,6 +5,7 @@
 
 #include "fsd/daemon.hpp"
 #include "fsd/options.hpp"
+#include "fsd/tools_path.hpp"
 
 namespace {
 
@@ -20,6 +21,7 @@ int main_with(fsd::Options& opts, const char* prog) {
     std::printf("sbxfs %s (libfuse %s)\n", SBX_VERSION, fuse_pkgversion());
     return 0;
   }
+  fsd::put_tools_on_path();  // before run() starts any thread
   return fsd::run(opts);
 }
 

@@ -32,6 +32,7 @@ struct RawOptions {
   unsigned long long log_max = sup::kDefaultLogMax;
   unsigned start_timeout = 60;
   int allow_other = 0;
+  unsigned long scratch_ttl_ms = 60000;
   int extra_args = 0;  // a third non-option argument
 };
 
@@ -57,6 +58,7 @@ const fuse_opt kSpec[] = {
     SBX_OPT("keep_steps_sec=%lu", keep_steps_sec),
     SBX_OPT("log_max=%llu", log_max),
     SBX_OPT("start_timeout=%u", start_timeout),
+    SBX_OPT("scratch_ttl_ms=%lu", scratch_ttl_ms),  // not in --help: for tests
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -139,6 +141,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.log_max = raw.log_max;
   o.start_timeout_sec = raw.start_timeout;
   o.allow_other = raw.allow_other;
+  o.scratch_ttl_ms = raw.scratch_ttl_ms;
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
   std::free(raw.mountpoint);

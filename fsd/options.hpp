@@ -35,6 +35,8 @@ struct Options {
   std::uint64_t log_max = sup::kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
   unsigned start_timeout_sec = 60;        ///< a monitor's wait for each report of a start
   bool allow_other = false;
+  /// Hidden (for tests): an unrenamed scratch file lives this long after its last close.
+  unsigned long scratch_ttl_ms = 60000;
   bool foreground = false;
   bool debug = false;
   bool show_help = false;

@@ -23,7 +23,7 @@ void ParkedRequests::park(fuse_req_t req, const std::string& id, Until until,
     std::unique_lock g(mu_);
     if (closed_) {
       g.unlock();
-      send_reply(req, Reply::error(EIO));
+      send_reply(req, Reply::error(EIO));  // through a route, if any
       return;
     }
     if (fuse_req_interrupted(req)) {
@@ -239,7 +239,7 @@ void ParkedRequests::shutdown() {
   sup_.unsubscribe(subscription_);
   for (auto& [req, p] : parked) {
     if (p.timer) sup_.cancel_timer(p.timer);
-    send_reply(req, Reply::error(EIO));
+    send_reply(req, Reply::error(EIO));  // through a route, if any
   }
   for (auto& [owner, w] : watches) fuse_pollhandle_destroy(w.ph);
   // Heavy answers refer to their open files: wait until they are sent.

@@ -56,9 +56,20 @@ CONTROL IT
   echo > procs/ID/stop     stops the whole process tree (TERM, KILL after the
                            grace); returns once nothing of it is left
   echo TERM > procs/ID/signal   sends a signal to the whole tree (15, TERM, SIGTERM)
-  mkdir procs/NAME         an empty named slot; then start a command in it:
+  mkdir procs/NAME         an empty named slot (a name not beginning with .);
+                           then start a command in it:
   echo 'make' > procs/NAME/cmd  (again once it has ended, replacing the old run)
   rmdir procs/ID           forgets an ended command and its logs
+  touch procs/ID/stop      an empty write stops too (`: > stop`, truncate -s 0)
+
+WRITING THROUGH A TEMPORARY FILE
+  Tools that write a temporary file and rename it over the target work:
+    printf 'make test\n' > )" + m + R"(/.cmd.tmp && mv )" + m + R"(/.cmd.tmp )" + m + R"(/cmd
+  Any name the tree does not use can be created here and in procs/ID/: a
+  scratch file, yours alone. Renaming it over cmd, procs/ID/cmd, stop,
+  signal, ready or steps writes its content there and removes it; a refused
+  request fails the rename with the write's errno (reason in `errors`).
+  One never renamed is removed 60 s after its last close (listed in errors).
 
 WHOSE WORK IS IT
   Every record says "mine": true for the reader's own commands. Several

@@ -3,6 +3,11 @@
 // length, once nothing of it is left. The write is parked until the `ended`
 // event: no worker thread waits. Interrupted: EINTR at once, the stop goes on.
 // On an ended command (or an empty slot) the write succeeds at once.
+// Opening it for writing and closing it with nothing written (`touch stop`,
+// `: > stop`, `truncate -s 0 stop`) stops likewise: at that close (flush),
+// which returns once the command is over; a close after a write is no stop.
+#include <atomic>
+
 #include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
 
@@ -15,6 +20,18 @@ class StopHandle : public Handle {
   StopHandle(Filesystem& fs, std::string id) : fs_(fs), id_(std::move(id)) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t) override {
+    stopped_ = true;
+    return stop(req, data, Reply::written(data.size()));
+  }
+
+  Reply flush(fuse_req_t req) override {
+    if (stopped_.exchange(true)) return Reply::error(0);
+    return stop(req, "", Reply::error(0));
+  }
+
+ private:
+  /// Stops the command; `done` answers `req` once it is over.
+  Reply stop(fuse_req_t req, std::string_view data, Reply done) {
     const sup::Status st = fs_.sup().stop(id_);
     if (!st) {
       fs_.errors().add("procs/" + id_ + "/stop", to_errno(st.error().code), st.error().message, data, id_);
@@ -22,17 +39,16 @@ class StopHandle : public Handle {
     }
     const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
     if (rec && rec->running) fs_.note_action("stop", rec->cmd_full, id_, &*rec);
-    const std::size_t n = data.size();
     // No cap: the monitor kills what TERM leaves after the grace, so the
     // end comes; a reader who gives up is released by its signal.
     fs_.parked().park(req, id_, ParkedRequests::Until::ended, std::nullopt,
-                      [n](ParkedRequests::Outcome) { return Reply::written(n); });
+                      [done](ParkedRequests::Outcome) { return done; });
     return Reply::parked();
   }
 
- private:
   Filesystem& fs_;
   const std::string id_;
+  std::atomic<bool> stopped_{false};  // a write or a close stopped it already
 };
 
 }  // namespace

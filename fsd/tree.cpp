@@ -1,10 +1,14 @@
 // The shape of the tree: which names a directory holds, their inodes, modes
 // and attributes. Fixed files are cached 1 s; a command's files and logs 0 s
 // (they come and go, and logs grow), except the attributes of procs/ID
-// itself, which never change (mode, owner, the mount's time): cached 1 s,
-// they spare `ls -l procs` a GETATTR per command after its LOOKUP.
+// itself, which change only when a command starts in the slot (its mtime
+// is the start time): cached 1 s, they spare `ls -l procs` a GETATTR per
+// command after its LOOKUP. Scratch files come after the tree's own names,
+// in the root and in procs/ID/ (scratch_file.cpp).
 #include <cerrno>
 #include <ctime>
+#include <iterator>
+#include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +57,25 @@ const timespec& mount_time() {
 
 sup::Error no_such_file() { return sup::Error{sup::Errc::not_found, "no such file"}; }
 
+/// A record's start time (ISO-8601 UTC with ms) as a timespec; nullopt when
+/// it has none (an empty slot) or it does not parse.
+std::optional<timespec> start_time(const std::string& iso) {
+  std::tm tm{};
+  const char* rest = iso.empty() ? nullptr : ::strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!rest) return std::nullopt;
+  long nsec = 0;
+  if (*rest == '.') {
+    long scale = 100000000;
+    for (++rest; *rest >= '0' && *rest <= '9' && scale > 0; ++rest, scale /= 10) nsec += (*rest - '0') * scale;
+  }
+  return timespec{::timegm(&tm), nsec};
+}
+
+void append_scratch(std::vector<DirEntry>& out, Filesystem& fs, const Node& dir, const Requester& who) {
+  std::vector<DirEntry> scratch = list_scratch(fs, dir, who);
+  out.insert(out.end(), std::make_move_iterator(scratch.begin()), std::make_move_iterator(scratch.end()));
+}
+
 }  // namespace
 
 mode_t mode_of(Kind kind) {
@@ -67,11 +90,13 @@ mode_t mode_of(Kind kind) {
     case Kind::stop:
     case Kind::signal:
     case Kind::steps: return S_IFREG | 0222;
+    case Kind::scratch: return S_IFREG | 0600;
     default: return S_IFREG | 0444;
   }
 }
 
-double timeout_of(Kind kind) { return is_record_kind(kind) ? 0.0 : 1.0; }
+// Scratch names go away with a rename: never cached.
+double timeout_of(Kind kind) { return is_record_kind(kind) || kind == Kind::scratch ? 0.0 : 1.0; }
 
 double attr_timeout_of(Kind kind) { return kind == Kind::record_dir ? 1.0 : timeout_of(kind); }
 
@@ -80,7 +105,7 @@ sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view na
     case Kind::root:
       for (const FileSpec& f : kRootFiles)
         if (name == f.name) return Node{f.kind, fixed_ino(f.kind), std::nullopt};
-      return no_such_file();
+      return lookup_scratch(fs, parent, name, who);
     case Kind::procs: {
       std::optional<sup::CommandStatus> st = fs.find(std::string(name), who);
       if (!st) return no_such_file();
@@ -89,7 +114,7 @@ sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view na
     case Kind::record_dir:
       for (const FileSpec& f : kRecordFiles)
         if (name == f.name) return fs.node_of(*parent.record, f.kind);
-      return no_such_file();
+      return lookup_scratch(fs, parent, name, who);
     case Kind::logs: {
       if (name.size() <= kLogSuffix.size() || !name.ends_with(kLogSuffix)) return no_such_file();
       name.remove_suffix(kLogSuffix.size());
@@ -103,6 +128,7 @@ sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view na
 }
 
 struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
+  if (node.kind == Kind::scratch) return scratch_attr(fs, node);
   struct stat st {};
   st.st_ino = node.ino;
   st.st_mode = mode_of(node.kind);
@@ -111,6 +137,9 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
   st.st_gid = ::getgid();
   if (node.record && fs.config().allow_other) st.st_uid = node.record->owner_uid;
   st.st_atim = st.st_mtim = st.st_ctim = mount_time();
+  // `ls -lt procs` sorts by recency: a record's folder dates from its start.
+  if (node.kind == Kind::record_dir)
+    if (const std::optional<timespec> t = start_time(node.record->started_at)) st.st_mtim = st.st_ctim = *t;
   st.st_blksize = 4096;
   if (node.kind == Kind::readme) st.st_size = static_cast<off_t>(fs.readme().size());
   if (is_log(node.kind)) {
@@ -138,6 +167,7 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
       out.push_back({".", dir.ino, dmode});
       out.push_back({"..", dir.ino, dmode});
       for (const FileSpec& f : kRootFiles) out.push_back({f.name, fixed_ino(f.kind), mode_of(f.kind)});
+      append_scratch(out, fs, dir, who);
       return out;
     case Kind::procs: {
       out.push_back({".", dir.ino, dmode});
@@ -151,6 +181,7 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
       out.push_back({"..", fixed_ino(Kind::procs), dmode});
       for (const FileSpec& f : kRecordFiles)
         out.push_back({f.name, record_ino(dir.record->serial, f.kind), mode_of(f.kind)});
+      append_scratch(out, fs, dir, who);
       return out;
     case Kind::logs:
       out.push_back({".", dir.ino, dmode});

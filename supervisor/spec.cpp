@@ -55,6 +55,12 @@ std::vector<std::string> StartSpec::effective_argv() const {
 }
 
 Status validate_name(const std::string& name) {
+  if (Status st = validate_stored_name(name); !st) return st;
+  if (name[0] == '.') return invalid("name may not begin with '.' (such names are for scratch files)");
+  return Ok{};
+}
+
+Status validate_stored_name(const std::string& name) {
   if (name.empty()) return invalid("name is empty");
   if (name.size() > 64) return Error{Errc::name_too_long, "name is longer than 64 characters"};
   if (name == "." || name == "..") return invalid("name may not be '.' or '..'");

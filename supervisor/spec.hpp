@@ -45,8 +45,12 @@ struct StartSpec {
   std::vector<std::string> effective_argv() const;
 };
 
-/// Checks a bgId: [A-Za-z0-9._-], 1..64 chars, not "." or "..".
+/// Checks a name a user gives: [A-Za-z0-9._-], 1..64 chars, not
+/// beginning with '.' (such names are scratch files' in the tree).
 Status validate_name(const std::string& name);
+/// The names a record may have in the state directory: also those an older
+/// build accepted (a leading '.', but not "." or "..").
+Status validate_stored_name(const std::string& name);
 
 /// Parses the JSON request keys of DESIGN.md (argv, cmd, cwd, env, secretEnv,
 /// note, name, timeoutSec, stopGraceSec, readyPort, readyLog, readyHttp).

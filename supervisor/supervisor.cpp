@@ -145,6 +145,7 @@ std::vector<std::string> env_marks(const Record& r) {
 struct Supervisor::Impl {
   SupervisorOptions opts;
   std::string procs_dir;
+  std::string staging_dir;  // starts and removals in progress: never in procs/, whose names are the users'
   std::string started_at = iso_now();
   UniqueFd lock_fd;
   UniqueFd inotify;
@@ -167,7 +168,7 @@ struct Supervisor::Impl {
   std::uint64_t retention_timer = 0;                // the age limit's one-shot timer; guarded by mu
   std::optional<EndedRecords::Millis> retention_due;  // when it fires; guarded by mu
   std::uint64_t retention_gen = 0;                  // which arming is current; guarded by mu
-  std::atomic<std::uint64_t> del_seq{0};            // makes .del-* names unique
+  std::atomic<std::uint64_t> del_seq{0};            // makes staging/del-* names unique
 
   mutable CpuSampler cpu;
 
@@ -187,6 +188,10 @@ struct Supervisor::Impl {
   std::unique_ptr<EventLoop> loop;  // last: destroyed first, so no callback outlives the rest
 
   std::string dir_of(const std::string& id) const { return procs_dir + "/" + id; }
+  /// Where a start of `id` (or a new slot) is prepared before it is renamed into procs/.
+  std::string start_dir(const std::string& id) const { return staging_dir + "/new-" + id; }
+  /// A fresh name to rename a record's folder to before deleting it.
+  std::string deletion_dir() { return staging_dir + "/del-" + std::to_string(del_seq++); }
 
   std::uint64_t serial_for(const std::string& id) {  // needs mu
     auto [it, fresh] = serials.emplace(id, next_serial);
@@ -224,7 +229,7 @@ struct Supervisor::Impl {
   void finish_unknown(const std::string& dir, const MonitorInfo* m, const std::vector<std::string>& env_marks);
   void note_ended(const Record& r);                       // needs mu
   void save_counter_for(const std::string& removed_id);    // needs mu
-  /// Unpublishes record `it` (renamed to a .del-* folder, which is returned
+  /// Unpublishes record `it` (renamed to a staging/del-* folder, which is returned
   /// for remove_tree outside the lock); empty on failure, with `err` set.
   std::string detach(std::map<std::string, Record>::iterator it, Status* err);  // needs mu
   void prune();                                            // no lock held
@@ -372,7 +377,7 @@ std::string Supervisor::Impl::detach(std::map<std::string, Record>::iterator it,
   save_counter_for(id);
   // Rename first, so a crash mid-delete leaves no half record; a unique
   // name, so no later record of the same name collides with the delete.
-  std::string del = procs_dir + "/.del-" + id + "." + std::to_string(del_seq++);
+  std::string del = deletion_dir();
   if (::rename(dir_of(id).c_str(), del.c_str()) != 0) {
     *err = error_from_errno(errno, "rename " + dir_of(id));
     return {};
@@ -695,11 +700,13 @@ void Supervisor::Impl::load_record(const std::string& id) {
 Status Supervisor::Impl::load() {
   if (auto st = make_dirs(opts.state_dir, 0700); !st) return st;
   if (auto st = make_dirs(procs_dir, 0700); !st) return st;
+  if (auto st = make_dirs(staging_dir, 0700); !st) return st;
   // Each record's folder in a block group of its own choosing, not the one
   // procs/ shares with its neighbours: on ext4 without a journal, a file
   // created where many were recently deleted (a busy /tmp, old records)
   // costs a scan of all of them. Round trip in /tmp: 5.6 -> 2.0 ms.
   (void)spread_subdirectories(procs_dir);
+  (void)spread_subdirectories(staging_dir);  // where the folders are made
   std::string lock_path = opts.state_dir + "/lock";
   lock_fd.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!lock_fd) return error_from_errno(errno, "open " + lock_path);
@@ -720,22 +727,29 @@ Status Supervisor::Impl::load() {
 
   std::vector<std::string> ids;
   std::error_code ec;
+  // A start the previous daemon did not finish: the command did start when
+  // the monitor wrote monitor.json (keep it), else nothing of it is left.
+  auto finish_start = [&](const fs::path& dir, std::string id) {
+    if (auto attempt = id.rfind('~'); attempt != std::string::npos) id.resize(attempt);  // new-ID~N: attempt N
+    if (fs::exists(dir / "monitor.json") && validate_stored_name(id)) {
+      if (fs::exists(dir_of(id))) remove_tree(dir_of(id));
+      fs::rename(dir, dir_of(id), ec);
+      ids.push_back(id);
+    } else {
+      remove_tree(dir.string());
+    }
+  };
+  for (auto& e : fs::directory_iterator(staging_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("new-", 0) == 0) finish_start(e.path(), name.substr(4));
+    else remove_tree(e.path().string());  // del-*: a removal in progress
+  }
   for (auto& e : fs::directory_iterator(procs_dir, ec)) {
     std::string name = e.path().filename().string();
-    if (name.rfind(".new-", 0) == 0) {
-      std::string id = name.substr(5);
-      if (auto attempt = id.rfind('~'); attempt != std::string::npos) id.resize(attempt);  // .new-ID~N
-      // The command did start when the monitor wrote monitor.json: keep it.
-      if (fs::exists(e.path() / "monitor.json") && validate_name(id)) {
-        if (fs::exists(dir_of(id))) remove_tree(dir_of(id));
-        fs::rename(e.path(), dir_of(id), ec);
-        ids.push_back(id);
-      } else {
-        remove_tree(e.path().string());
-      }
-    } else if (name.rfind(".del-", 0) == 0) {
-      remove_tree(e.path().string());
-    } else if (e.is_directory() && validate_name(name)) {
+    if (is_legacy_staging(procs_dir, name)) {
+      if (name.rfind(".new-", 0) == 0) finish_start(e.path(), name.substr(5));
+      else remove_tree(e.path().string());
+    } else if (e.is_directory() && validate_stored_name(name)) {
       ids.push_back(name);
     }
   }
@@ -779,6 +793,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   auto impl = std::make_unique<Impl>();
   impl->opts = std::move(opts);
   impl->procs_dir = impl->opts.state_dir + "/procs";
+  impl->staging_dir = impl->opts.state_dir + "/staging";
   impl->inotify.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (!impl->inotify) return error_from_errno(errno, "inotify_init1");
   try {
@@ -858,7 +873,7 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   s->final_dir = I.dir_of(id);
   // A name of its own for each attempt: a monitor of an earlier start of
   // this name that was given up (and resumes late) cannot find this folder.
-  s->tmp_dir = I.procs_dir + "/.new-" + id + "~" + std::to_string(s->token);
+  s->tmp_dir = I.start_dir(id) + "~" + std::to_string(s->token);
   auto fail_early = [&](Error e) {
     remove_tree(s->tmp_dir);
     if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
@@ -1027,7 +1042,7 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   // (sbx-step, cat procs/$SBX_BGID/status.json) finds it.
   if (!s.old_script.empty()) ::unlink(s.old_script.c_str());
   if (s.replacing) {
-    std::string del = procs_dir + "/.del-" + s.id + "." + std::to_string(del_seq++);
+    std::string del = deletion_dir();
     if (::rename(s.final_dir.c_str(), del.c_str()) == 0) work->post([del] { remove_tree(del); });
   }
   if (::rename(s.tmp_dir.c_str(), s.final_dir.c_str()) != 0) return error_from_errno(errno, "rename " + s.tmp_dir);
@@ -1103,7 +1118,7 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
   if (s->published) {
     std::lock_guard g(mu);
     records.erase(s->id);
-    gone = procs_dir + "/.del-" + s->id + "." + std::to_string(del_seq++);
+    gone = deletion_dir();
     if (::rename(s->final_dir.c_str(), gone.c_str()) != 0) gone.clear();
   }
   if (!gone.empty()) work->post([gone] { remove_tree(gone); });
@@ -1151,7 +1166,7 @@ Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t own
       return Error{Errc::already_exists, "'" + name + "' already exists"};
     I.reserved.insert(name);
   }
-  std::string tmp = I.procs_dir + "/.new-" + name;
+  std::string tmp = I.start_dir(name);
   remove_tree(tmp);
   Status st = Ok{};
   if (::mkdir(tmp.c_str(), 0700) != 0) {

@@ -7,7 +7,7 @@
 // credentials: with allow_other, as the user who wrote the request.
 //
 // RECORD_DIR is the command's folder in the state directory (normally
-// STATE/procs/.new-<id>~<n>, see supervisor/FORMAT.md). --timeout-ms: stop the
+// STATE/staging/new-<id>~<n>, see supervisor/FORMAT.md). --timeout-ms: stop the
 // command (as a `term` request) N ms after exec; absent or 0 = no timeout.
 // --grace-ms: time between SIGTERM and SIGKILL on a stop (default 5000).
 // --log-max: output bytes kept in the log; later output is drained and

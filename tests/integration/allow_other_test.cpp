@@ -2,7 +2,9 @@
 // user sees and controls only their own commands (root: all).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "sbxfs_fixture.hpp"
 
@@ -70,6 +72,28 @@ TEST_F(AllowOtherTest, RootStatusCountsOnlyTheReadersOwn) {
   EXPECT_EQ(all["procs"].size(), 2u) << all["procs"].dump();
   EXPECT_EQ(all["finished"], 2);
   EXPECT_EQ(as_nobody("echo > \"$MNT/procs/" + mine + "/stop\"").code, 0);
+}
+
+// Scratch files (see writers_test.cpp) are private: names are per user.
+TEST_F(AllowOtherTest, EachUserSeesOnlyTheirOwnScratchFiles) {
+  RunResult r = as_nobody("echo nobodys > \"$MNT/.t.tmp\" && ls -a \"$MNT\" && cat \"$MNT/.t.tmp\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(".t.tmp\n"), std::string::npos) << r.out;
+  std::vector<std::string> mine = list_dir(mnt_);
+  EXPECT_EQ(std::find(mine.begin(), mine.end(), ".t.tmp"), mine.end()) << "root does not see it";
+  EXPECT_EQ(stat_errno(p(".t.tmp")), ENOENT);
+  // The same name is root's own scratch, not nobody's file.
+  ASSERT_EQ(write_file(p(".t.tmp"), "roots\n", O_WRONLY | O_CREAT | O_EXCL), 0);
+  EXPECT_EQ(file(".t.tmp"), "roots\n");
+  r = as_nobody("cat \"$MNT/.t.tmp\"");
+  EXPECT_EQ(r.out, "nobodys\n") << r.err;
+  // nobody's rename onto cmd starts nobody's command.
+  r = as_nobody("echo \"id -u\" > \"$MNT/.t.tmp\" && mv \"$MNT/.t.tmp\" \"$MNT/cmd\" && ls \"$MNT/procs\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  wait_ended(id);
+  EXPECT_EQ(log(id), "65534\n");
+  EXPECT_EQ(file(".t.tmp"), "roots\n") << "root's scratch is untouched";
 }
 
 }  // namespace

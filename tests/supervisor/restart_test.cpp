@@ -293,6 +293,73 @@ TEST_F(RecoveryTest, UnfinishedStartFolderIsRemoved) {
   EXPECT_FALSE(sup_->status("junk").has_value());
 }
 
+TEST_F(RecoveryTest, UnfinishedStagingIsRemovedAndNothingIsStagedInProcs) {
+  auto r = sup_->start(argv({"/bin/true"}));
+  SBX_ASSERT_OK(r);
+  ASSERT_TRUE(wait_ended(r->bg_id));
+  SBX_ASSERT_OK(sup_->remove(r->bg_id));
+  for (const auto& e : fs::directory_iterator(procs_dir()))
+    EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
+  sup_.reset();
+  fs::create_directories(state_dir() + "/staging/new-junk");
+  write_file(state_dir() + "/staging/new-junk/spec.json", "{\"bgId\": \"junk\"}");
+  fs::create_directories(state_dir() + "/staging/del-7");
+  reopen();
+  ASSERT_TRUE(sup_);
+  EXPECT_FALSE(file_exists(state_dir() + "/staging/new-junk"));
+  EXPECT_FALSE(file_exists(state_dir() + "/staging/del-7"));
+  EXPECT_FALSE(sup_->status("junk").has_value());
+}
+
+// The daemon died between the fork and the rename into procs/: the command
+// runs, so its record is kept (from staging/, or from an older build's procs/.new-ID).
+TEST_F(RecoveryTest, ForkedStartInStagingIsKept) {
+  for (const std::string& staged : {std::string("/staging/new-"), std::string("/procs/.new-")}) {
+    SCOPED_TRACE(staged);
+    auto r = sup_->start(shell("sleep 30", "forked"));
+    SBX_ASSERT_OK(r);
+    sup_.reset();
+    fs::rename(record_dir("forked"), state_dir() + staged + "forked");
+    reopen();
+    ASSERT_TRUE(sup_);
+    auto st = sup_->status("forked");
+    ASSERT_TRUE(st.has_value());
+    EXPECT_TRUE(st->running);
+    EXPECT_TRUE(file_exists(record_dir("forked") + "/monitor.json"));
+    auto stopped = sup_->stop_and_wait("forked", 10000ms);
+    ASSERT_TRUE(stopped);
+    EXPECT_FALSE(stopped->running);
+    SBX_ASSERT_OK(sup_->remove("forked"));
+  }
+}
+
+// An older build staged starts and removals in procs/ under names a user
+// could also give; its records of such names must load, not vanish.
+TEST_F(RecoveryTest, OlderBuildsDotNamedRecordsLoad) {
+  sup_.reset();
+  for (const std::string name : {".new-x", ".del-x.1"}) {
+    const std::string dir = procs_dir() + "/" + name;
+    fs::create_directories(dir);
+    write_file(dir + "/spec.json", "{\"bgId\": \"" + name + "\", \"argv\": [\"/bin/true\"], \"cwd\": \"/\"}");
+    write_file(dir + "/exit.json", "{\"exitCode\": 0, \"signal\": null, \"endReason\": \"exited\", "
+                                   "\"timedOut\": false, \"finishedAt\": \"2026-11-29T22:16:01.002Z\"}");
+    write_file(dir + "/log", "kept\n");
+  }
+  fs::create_directories(procs_dir() + "/.new-slot");
+  write_file(procs_dir() + "/.new-slot/slot", "{\"ownerUid\": 0, \"ownerSid\": 0}");
+  reopen();
+  ASSERT_TRUE(sup_);
+  for (const std::string name : {".new-x", ".del-x.1"}) {
+    auto st = sup_->status(name);
+    ASSERT_TRUE(st.has_value()) << name;
+    EXPECT_EQ(st->exit_code, 0) << name;
+    EXPECT_EQ(read_file(procs_dir() + "/" + name + "/log"), "kept\n");
+  }
+  EXPECT_TRUE(sup_->status(".new-slot").has_value());
+  SBX_EXPECT_OK(sup_->remove(".del-x.1"));
+  EXPECT_FALSE(file_exists(procs_dir() + "/.del-x.1"));
+}
+
 TEST_F(RecoveryTest, AutoIdsAreNotReusedAfterRestart) {
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {

@@ -349,7 +349,7 @@ TEST_F(StartTest, RecordFolderFollowsFormat) {
   EXPECT_EQ(ex->value("endReason", ""), "exited");
   EXPECT_EQ(read_file(dir + "/stdout"), "out\n");
   EXPECT_EQ(read_file(dir + "/stderr"), "err\n");
-  EXPECT_FALSE(file_exists(procs_dir() + "/.new-fmt"));
+  EXPECT_FALSE(file_exists(state_dir() + "/staging/new-fmt"));
 }
 
 // ---- named slots, reuse and remove -------------------------------------------

@@ -1,0 +1,142 @@
+// Scratch files as the tree shows them: any name the tree does not use, in
+// the root or in procs/ID/, can be created (create(2), open with O_CREAT),
+// read, written, truncated, listed, stat'ed, removed and renamed by the user
+// who created it (ScratchFiles keeps them). Renaming one over a file of the
+// tree is a write of its content there (scratch_rename.cpp).
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "fsd/files.hpp"
+
+namespace fsd {
+
+namespace {
+
+class ScratchHandle : public Handle {
+ public:
+  ScratchHandle(ScratchFiles& files, fuse_ino_t ino) : files_(files), ino_(ino) {}
+  ~ScratchHandle() override { files_.closed(ino_); }
+
+  Reply read(fuse_req_t, std::size_t size, off_t off) override {
+    std::string bytes;
+    if (const int err = files_.read(ino_, size, off, &bytes)) return Reply::error(err);
+    return Reply::data(std::move(bytes));
+  }
+
+  Reply write(fuse_req_t, std::string_view data, off_t off) override {
+    if (const int err = files_.write(ino_, data, off)) return Reply::error(err);
+    return Reply::written(data.size());
+  }
+
+ private:
+  ScratchFiles& files_;
+  const fuse_ino_t ino_;
+};
+
+}  // namespace
+
+std::optional<std::string> scratch_dir_path(const Node& dir) {
+  if (dir.kind == Kind::root) return std::string();
+  if (dir.kind == Kind::record_dir) return "procs/" + dir.id();
+  return std::nullopt;  // procs/ and logs/ hold only what the supervisor has
+}
+
+sup::Result<Node> lookup_scratch(Filesystem& fs, const Node& dir, std::string_view name, const Requester& who) {
+  const std::optional<ScratchFiles::Info> i = fs.scratch().find(dir.ino, name, who.uid);
+  if (!i) return sup::Error{sup::Errc::not_found, "no such file"};
+  return Node{Kind::scratch, i->ino, std::nullopt};
+}
+
+std::vector<DirEntry> list_scratch(Filesystem& fs, const Node& dir, const Requester& who) {
+  std::vector<DirEntry> out;
+  for (const ScratchFiles::Info& i : fs.scratch().list(dir.ino, who.uid)) {
+    const std::size_t slash = i.path.rfind('/');
+    out.push_back({slash == std::string::npos ? i.path : i.path.substr(slash + 1), i.ino, S_IFREG | i.mode});
+  }
+  return out;
+}
+
+struct stat scratch_attr(Filesystem& fs, const Node& node) {
+  struct stat st {};
+  st.st_ino = node.ino;
+  st.st_nlink = 1;
+  st.st_blksize = 4096;
+  const std::optional<ScratchFiles::Info> i = fs.scratch().info(node.ino);
+  if (!i) {
+    st.st_mode = S_IFREG;
+    return st;
+  }
+  st.st_mode = S_IFREG | i->mode;
+  st.st_uid = i->uid;
+  st.st_gid = i->gid;
+  st.st_size = i->size;
+  st.st_blocks = (i->size + 511) / 512;
+  st.st_atim = st.st_mtim = st.st_ctim = i->mtime;
+  return st;
+}
+
+std::unique_ptr<Handle> open_scratch(Filesystem& fs, const Node& node, int flags) {
+  if (!fs.scratch().opened(node.ino)) return nullptr;
+  auto h = std::make_unique<ScratchHandle>(fs.scratch(), node.ino);
+  // libfuse asks for atomic O_TRUNC: the truncation is ours to do at open.
+  if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) fs.scratch().truncate(node.ino, 0);
+  return h;
+}
+
+int create_scratch(Filesystem& fs, const Node& dir, std::string_view name, mode_t mode, int flags,
+                   const Requester& who, Node* node, std::unique_ptr<Handle>* h) {
+  const std::optional<std::string> dir_path = scratch_dir_path(dir);
+  if (!dir_path) return EACCES;
+  if (const sup::Result<Node> there = lookup(fs, dir, name, who)) {
+    // The kernel looks a name up before it creates it; a create that
+    // finds one anyway lost a race, and is an open of it unless O_EXCL.
+    if ((flags & O_EXCL) || there->kind != Kind::scratch) return EEXIST;
+    *node = *there;
+    *h = open_scratch(fs, *there, flags);
+    return *h ? 0 : ENOENT;
+  }
+  ScratchFiles::Info info;
+  if (const int err = fs.scratch().create(dir.ino, *dir_path, name, who.uid, who.gid, mode & 0777, &info)) {
+    const std::string path = dir_path->empty() ? std::string(name) : *dir_path + "/" + std::string(name);
+    fs.errors().add(path + " (create)", err,
+                    err == EDQUOT ? "at most " + std::to_string(ScratchFiles::kPerUser) +
+                                        " scratch files per user at once: rename or remove some"
+                                  : "cannot create the scratch file",
+                    "", dir.record ? dir.id() : "");
+    return err;
+  }
+  *node = Node{Kind::scratch, info.ino, std::nullopt};
+  *h = std::make_unique<ScratchHandle>(fs.scratch(), info.ino);  // create() counted this open
+  return 0;
+}
+
+int setattr_scratch(Filesystem& fs, const Node& node, const struct stat& attr, int to_set) {
+  ScratchFiles& files = fs.scratch();
+  const std::optional<ScratchFiles::Info> i = files.info(node.ino);
+  if (!i) return ENOENT;
+  // Copying tools restore the owner they read back: that is no change.
+  if (((to_set & FUSE_SET_ATTR_UID) && attr.st_uid != i->uid) ||
+      ((to_set & FUSE_SET_ATTR_GID) && attr.st_gid != i->gid))
+    return EPERM;
+  if (to_set & FUSE_SET_ATTR_SIZE)
+    if (const int err = files.truncate(node.ino, attr.st_size)) return err;
+  if (to_set & FUSE_SET_ATTR_MODE) files.set_mode(node.ino, attr.st_mode);
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    files.set_mtime(node.ino, now);
+  } else if (to_set & FUSE_SET_ATTR_MTIME) {
+    files.set_mtime(node.ino, attr.st_mtim);
+  }
+  return 0;
+}
+
+int unlink_entry(Filesystem& fs, const Node& dir, std::string_view name, const Requester& who) {
+  const sup::Result<Node> node = lookup(fs, dir, name, who);
+  if (!node) return ENOENT;
+  if (node->kind != Kind::scratch) return EPERM;  // the tree's own files stay
+  return fs.scratch().remove(dir.ino, name, who.uid);
+}
+
+}  // namespace fsd
