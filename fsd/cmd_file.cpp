@@ -166,16 +166,18 @@ class CmdHandle : public Handle {
   /// from file offset `ok_at` (started) or `err_at` (rejected). A request
   /// refused here is answered at once; else parked: started() answers it.
   Reply start(std::unique_lock<std::mutex>& g, fuse_req_t req, off_t ok_at, off_t err_at, MakeReply make_reply) {
-    const Requester who = Requester::of(req);
+    Requester who = Requester::of(req);
+    who.load_client();  // once per request
     sup::Result<sup::StartSpec> spec = sup::parse_request(buf_, who.cwd());
-    if (!spec) return make_reply(finish_rejected(to_errno(spec.error().code), spec.error().message, err_at));
+    if (!spec) return make_reply(finish_rejected(to_errno(spec.error().code), spec.error().message, err_at, &who));
     if (!slot_.empty()) {
       if (!spec->name.empty() && spec->name != slot_)
         return make_reply(finish_rejected(
-            EINVAL, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd", err_at));
+            EINVAL, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd", err_at, &who));
       spec->name = slot_;
     }
     spec->requester_sid = who.sid;
+    spec->requester_client = who.client;
     // Where sbx-step finds the tree (SBX_BGID is set by the supervisor).
     spec->env.try_emplace("SBX_MOUNT", fs_.config().mountpoint);
     spec->requester_uid = who.uid;
@@ -185,8 +187,8 @@ class CmdHandle : public Handle {
     const std::stop_token stop = fs_.starts().add(req);
     fs_.sup().start_async(
         *spec, slot_.empty() ? sup::StartMode::new_only : sup::StartMode::reuse_slot,
-        [this, req, ok_at, err_at, make_reply = std::move(make_reply)](sup::Result<sup::CommandStatus> st) {
-          started(req, st, ok_at, err_at, make_reply);
+        [this, req, ok_at, err_at, who, make_reply = std::move(make_reply)](sup::Result<sup::CommandStatus> st) {
+          started(req, st, ok_at, err_at, who, make_reply);
         },
         stop);
     return Reply::parked();
@@ -196,14 +198,14 @@ class CmdHandle : public Handle {
   /// The file stays open until then (the kernel sends no release while a
   /// request on it is unanswered), so `this` is alive.
   void started(fuse_req_t req, const sup::Result<sup::CommandStatus>& st, off_t ok_at, off_t err_at,
-               const MakeReply& make_reply) {
+               const Requester& who, const MakeReply& make_reply) {
     Reply r = Reply::error(0);
     {
       std::lock_guard g(mu_);
       starting_ = false;
       int err = 0;
       if (!st) {
-        err = finish_rejected(to_errno(st.error().code), st.error().message, err_at);
+        err = finish_rejected(to_errno(st.error().code), st.error().message, err_at, &who);
       } else {
         fs_.node_of(*st, Kind::record_dir);  // learn its serial now
         fs_.note_action("start", st->cmd_full, st->bg_id, &*st);
@@ -219,12 +221,14 @@ class CmdHandle : public Handle {
 
   /// The reason (which may quote the request: a cwd, a key) and the request
   /// are shown with the request's own secrets masked, then the global ones.
-  int finish_rejected(int err, const std::string& reason, off_t at) {
+  /// `who` (null: unknown) also gets a refused step in the box's steps.
+  int finish_rejected(int err, const std::string& reason, off_t at, const Requester* who = nullptr) {
     const std::vector<std::string> secrets = request_secrets(buf_);
     std::string rejected = buf_;
     const std::string shown = fs_.errors().add(path(), err,
                                                sup::mask_secrets(reason, secrets),
                                                sup::mask_secrets(buf_, secrets), slot_);
+    if (who) fs_.note_refused_start(fs_.mask(sup::mask_secrets(buf_, secrets), slot_), err, shown, *who);
     finish(std::string("error: ") + errno_name(err) + ": " + shown + "\n", at);
     rejected_ = std::move(rejected);
     rejected_err_ = err;

@@ -1,14 +1,17 @@
 #include "fsd/daemon.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <chrono>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
 #include <filesystem>
+#include <pthread.h>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +23,7 @@
 
 #include "fsd/dispatcher.hpp"
 #include "fsd/filesystem.hpp"
+#include "fsd/mount_watch.hpp"
 #include "fsd/stale_mount.hpp"
 #include "supervisor/supervisor.hpp"
 
@@ -138,6 +142,62 @@ class Launcher {
   bool background_ = false;
 };
 
+// ---- ending the FUSE loop from another thread (the mount left the table).
+
+void on_wake(int) {}  // only interrupts the loop's sem_wait
+
+/// fuse_session_loop_mt's calling thread sleeps in sem_wait until a worker
+/// ends or a signal arrives; fuse_session_exit alone wakes nobody. So the
+/// loop is told to exit, then that thread gets SIGUSR1 (installed without
+/// SA_RESTART: sem_wait returns EINTR). A signal landing just before its
+/// sem_wait would be lost, so it is repeated until the loop has returned.
+/// SIGUSR1 is blocked in every other thread the daemon starts.
+class LoopStopper {
+ public:
+  /// On the thread that will run the loop, before any other thread starts.
+  explicit LoopStopper(fuse_session* se) : se_(se), loop_thread_(::pthread_self()) {
+    struct sigaction sa {};
+    sa.sa_handler = on_wake;
+    ::sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGUSR1, &sa, nullptr);
+    sigset_t usr1;
+    ::sigemptyset(&usr1);
+    ::sigaddset(&usr1, SIGUSR1);
+    ::pthread_sigmask(SIG_BLOCK, &usr1, nullptr);  // inherited by the threads started from here
+  }
+  /// Right before the loop (its workers may take SIGUSR1: their reads retry on EINTR).
+  void arm() {
+    sigset_t usr1;
+    ::sigemptyset(&usr1);
+    ::sigaddset(&usr1, SIGUSR1);
+    ::pthread_sigmask(SIG_UNBLOCK, &usr1, nullptr);
+  }
+  /// Any thread: ends the loop; returns once it has returned.
+  void stop() {
+    fuse_session_exit(se_);
+    std::unique_lock g(mu_);
+    while (!returned_) {
+      ::pthread_kill(loop_thread_, SIGUSR1);
+      cv_.wait_for(g, std::chrono::milliseconds(100));
+    }
+  }
+  /// On the loop's thread once the loop has returned.
+  void returned() {
+    {
+      std::lock_guard g(mu_);
+      returned_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  fuse_session* const se_;
+  const pthread_t loop_thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool returned_ = false;  // guarded by mu_
+};
+
 /// In the background: stdin from /dev/null, stdout and stderr to STATE/sbxfs.log.
 sup::Status redirect_stdio(const std::string& dir) {
   const std::string path = dir + "/sbxfs.log";
@@ -153,6 +213,11 @@ sup::Status redirect_stdio(const std::string& dir) {
 }
 
 }  // namespace
+
+// libfuse frees its copy of the mount point's name only in
+// fuse_session_unmount, which a detached mount must skip (see run()).
+extern "C" const char* __lsan_default_suppressions() { return "leak:fuse_session_mount\n"; }
+extern "C" const char* __lsan_default_options() { return "print_suppressions=0"; }
 
 int run(Options& opts) {
   fuse_set_log_func(log_line);
@@ -193,6 +258,8 @@ int run(Options& opts) {
   fuse_log(FUSE_LOG_NOTICE, "sbxfs %s starting: pid %d, mount point %s, state %s\n", SBX_VERSION,
            static_cast<int>(::getpid()), mountpoint.c_str(), state_dir.c_str());
 
+  LoopStopper stopper(se);  // before the supervisor's threads start
+
   // Opening takes STATE/lock (one daemon per state directory) and takes back
   // every command recorded there; its event thread starts here, after the fork.
   sup::SupervisorOptions sopts;
@@ -201,6 +268,7 @@ int run(Options& opts) {
   sopts.retention.keep = opts.keep_ended;
   sopts.retention.max_age = std::chrono::seconds(opts.keep_ended_sec);
   sopts.max_running = opts.max_running;
+  sopts.max_running_per_user = opts.max_running_per_user;
   sopts.log_max = opts.log_max;
   sopts.start_timeout = std::chrono::seconds(opts.start_timeout_sec);
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
@@ -217,6 +285,7 @@ int run(Options& opts) {
   cfg.max_request = opts.max_request;
   cfg.output_max = opts.output_max;
   cfg.allow_other = opts.allow_other;
+  cfg.keep_steps = std::chrono::seconds(opts.keep_steps_sec);
   auto fs = std::make_unique<Filesystem>(*supervisor, std::move(cfg));
   fs_slot = fs.get();
 
@@ -234,13 +303,32 @@ int run(Options& opts) {
   launcher.ready();
   (void)!::chdir("/");  // hold no directory busy
 
+  // Detached by a lazy unmount, the mount is served on, unseen, while any
+  // file in it is open: exit, so that a new daemon can take the state
+  // directory (mount_watch.hpp).
+  std::atomic<bool> detached{false};
+  sup::Result<std::unique_ptr<MountWatch>> watch = MountWatch::start(mountpoint, [&] {
+    detached = true;
+    fuse_log(FUSE_LOG_NOTICE, "sbxfs: %s left the mount table (a lazy unmount, fusermount3 -uz); exiting\n",
+             mountpoint.c_str());
+    stopper.stop();
+  });
+  if (!watch)
+    fuse_log(FUSE_LOG_WARNING, "sbxfs: %s; a lazy unmount will go unnoticed\n", watch.error().message.c_str());
+
   fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(loop, opts.max_threads);
   if (opts.max_idle_threads != static_cast<unsigned>(-1))  // -1: never reap idle threads (the default)
     fuse_loop_cfg_set_idle_threads(loop, opts.max_idle_threads);
   fuse_loop_cfg_set_clone_fd(loop, opts.clone_fd ? 1 : 0);
+  stopper.arm();
   const int rc = fuse_session_loop_mt(se, loop);  // > 0: the signal that ended it
   fuse_loop_cfg_destroy(loop);
+  stopper.returned();
+  // Gone from the table (detached, or unmounted from outside): unmounting by
+  // path now could take down a new daemon's mount there.
+  const bool gone = detached || (watch && !(*watch)->mounted());
+  if (watch) watch->reset();
 
   fuse_remove_signal_handlers(se);
   // Answer what is still parked while the session exists, then stop the
@@ -248,10 +336,10 @@ int run(Options& opts) {
   fs->shutdown();
   supervisor.reset();
   fs.reset();
-  fuse_session_unmount(se);
-  fuse_session_destroy(se);
+  if (!gone) fuse_session_unmount(se);
+  fuse_session_destroy(se);  // closes /dev/fuse: who still holds a file of a detached mount gets ENOTCONN
   fuse_log(FUSE_LOG_NOTICE, "sbxfs: unmounted %s (%s)\n", mountpoint.c_str(),
-           rc < 0 ? std::strerror(-rc) : rc > 0 ? strsignal(rc) : "unmounted");
+           detached ? "detached" : rc < 0 ? std::strerror(-rc) : rc > 0 ? strsignal(rc) : "unmounted");
   return rc < 0 ? 1 : 0;
 }
 

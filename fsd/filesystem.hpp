@@ -15,7 +15,6 @@
 #include <fuse_lowlevel.h>
 #include <nlohmann/json.hpp>
 
-#include "fsd/activity_log.hpp"
 #include "fsd/box_report.hpp"
 #include "fsd/error_log.hpp"
 #include "fsd/inode.hpp"
@@ -23,6 +22,7 @@
 #include "fsd/parked_requests.hpp"
 #include "fsd/start_requests.hpp"
 #include "fsd/step_store.hpp"
+#include "supervisor/box_steps.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace fsd {
@@ -33,6 +33,7 @@ struct Config {
   std::size_t max_request = std::size_t{4} << 20;  ///< bytes of one request to `cmd`
   bool allow_other = false;                     ///< users see and run only their own commands
   std::size_t output_max = std::size_t{1} << 20;  ///< bytes of each stream in procs/ID/output
+  std::chrono::seconds keep_steps{604800};      ///< the box's steps are kept this long; 0: forever
 };
 
 /// Who sent a request (fuse_req_ctx) and that process's session id.
@@ -41,8 +42,14 @@ struct Requester {
   uid_t uid = 0;
   gid_t gid = 0;
   pid_t sid = 0;  ///< session_key(pid): 0 when the process is gone
+  /// Its SBX_CLIENT (a label for `mine`, never a credential); empty: none,
+  /// or not loaded: of() leaves it empty, load_client() reads it.
+  std::string client;
 
   static Requester of(fuse_req_t req);
+  /// Reads `client` from /proc/PID/environ: once per request written or
+  /// listing opened, never per read.
+  void load_client();
   /// The process's working directory (/proc/PID/cwd); "/" when unknown.
   std::string cwd() const;
 };
@@ -62,6 +69,8 @@ std::string dump_json(const nlohmann::json& j, int indent = 2);
 class Filesystem {
  public:
   Filesystem(sup::Supervisor& sup, Config cfg);
+  Filesystem(const Filesystem&) = delete;
+  Filesystem& operator=(const Filesystem&) = delete;
 
   sup::Supervisor& sup() { return sup_; }
   const Config& config() const { return cfg_; }
@@ -70,15 +79,20 @@ class Filesystem {
   StartRequests& starts() { return starts_; }
   OpenHandles& handles() { return handles_; }
   const std::string& readme() const { return readme_; }
-  ActivityLog& activity() { return activity_; }
+  sup::BoxSteps& box_steps() { return *box_steps_; }
   WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
   StepStore& steps() { return steps_; }
 
-  /// Adds an action done through the tree to the activity log (root
-  /// status.json `steps`): `summary` and the note masked, cwd and note from
-  /// `st` (the record as it was; null: looked up by `id`).
+  /// Adds an action done through the tree to the box's steps (root
+  /// status.json `steps`, steps.json): `summary` and the note masked, cwd,
+  /// note and client from `st` (the record as it was; null: looked up by
+  /// `id`). A start or a stop is completed when its command ends (ms, ok,
+  /// exitCode, signal, timedOut).
   void note_action(std::string kind, const std::string& summary, const std::string& id,
                    const sup::CommandStatus* st = nullptr);
+  /// A start refused with `err` (an errno) for `reason`; `request` masked by the caller.
+  void note_refused_start(const std::string& request, int err, const std::string& reason,
+                          const Requester& who);
 
   /// The node of `ino`; ENOENT when it names nothing (any more) or nothing `who` may see.
   sup::Result<Node> resolve(fuse_ino_t ino, const Requester& who);
@@ -93,7 +107,9 @@ class Filesystem {
   /// `who` sees every record: no allow_other, or root.
   bool sees_all(const Requester& who) const { return !cfg_.allow_other || who.uid == 0; }
 
-  /// `mine` of status.json: see sbxfs.5.
+  /// `mine` of status.json: the same SBX_CLIENT when both have one, else
+  /// the same session (and uid under allow_other); see sbxfs.5. `reader`
+  /// must have its client loaded.
   bool mine(const sup::CommandStatus& st, const Requester& reader) const;
   /// One command's status.json: the record plus logPath and mine, strings masked.
   nlohmann::json record_json(const sup::CommandStatus& st, const Requester& reader) const;
@@ -101,9 +117,11 @@ class Filesystem {
   std::string log_tail(const sup::CommandStatus& st) const;
   std::string mask(std::string_view text, const std::string& id) const { return sup_.mask(text, id); }
 
-  /// Answers every parked request (starts under way fail), then frees the
-  /// files left open; called once the FUSE loop has ended.
+  /// Stops listening to the supervisor, answers every parked request (starts
+  /// under way fail), then frees the files left open; called once the FUSE
+  /// loop has ended, before the supervisor goes away.
   void shutdown() {
+    sup_.unsubscribe(ended_subscription_);
     sup_.cancel_starts();
     parked_.shutdown();
     handles_.clear();
@@ -119,7 +137,8 @@ class Filesystem {
   OpenHandles handles_;  // before parked_: parked requests may point into handles
   ParkedRequests parked_;
   StartRequests starts_;
-  ActivityLog activity_;
+  std::unique_ptr<sup::BoxSteps> box_steps_;
+  std::uint64_t ended_subscription_ = 0;
   WorkDirSizes work_dir_sizes_;
   StepStore steps_;
 

@@ -8,6 +8,7 @@
 // while a read or write on the file is still unanswered, so a parked request
 // may refer to its handle until it is answered.
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -15,6 +16,7 @@
 #include <fuse_lowlevel.h>
 
 #include "supervisor/error.hpp"
+#include "supervisor/unique_fd.hpp"
 
 namespace fsd {
 
@@ -30,10 +32,12 @@ class Reply {
   static Reply data(std::string bytes) { Reply r(Type::data); r.bytes_ = std::move(bytes); return r; }
   /// `bytes[off, off+size)`, empty past the end: reads served from a snapshot.
   static Reply slice(std::string_view bytes, off_t off, std::size_t size);
-  /// `size` bytes of `fd` from `off`, sent without copying them through the
-  /// daemon (spliced when the kernel allows). fd must stay open until sent.
-  static Reply file(int fd, off_t off, std::size_t size) {
-    Reply r(Type::file, fd);
+  /// `size` bytes of `*fd` from `off`, sent without copying them through the
+  /// daemon (spliced when the kernel allows). The reply holds a share of the
+  /// descriptor, so it stays open until sent, whatever its handle does meanwhile.
+  static Reply file(std::shared_ptr<const sup::UniqueFd> fd, off_t off, std::size_t size) {
+    Reply r(Type::file, fd->get());
+    r.file_ = std::move(fd);
     r.off_ = off;
     r.count_ = size;
     return r;
@@ -56,6 +60,7 @@ class Reply {
   off_t off_ = 0;
   std::string bytes_;
   std::size_t count_ = 0;
+  std::shared_ptr<const sup::UniqueFd> file_;  // Type::file: keeps err_ open
 };
 
 /// Sends `r` for `req` (does nothing for a parked reply). Any thread.

@@ -34,24 +34,27 @@ std::string unescape(const std::string& s) {
   return out;
 }
 
-/// The fstypes mounted at `path`, bottom first (/proc/self/mountinfo).
-std::vector<std::string> fstypes_at(const std::string& path) {
-  std::vector<std::string> types;
+}  // namespace
+
+std::vector<MountEntry> mounts_at(const std::string& path) {
+  std::vector<MountEntry> out;
   std::ifstream in("/proc/self/mountinfo");
   std::string line;
   while (std::getline(in, line)) {
     // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
     std::istringstream fields(line);
-    std::string id, parent, dev, root, mnt, field;
-    fields >> id >> parent >> dev >> root >> mnt;
+    MountEntry e;
+    std::string parent, root, mnt, field;
+    fields >> e.id >> parent >> e.dev >> root >> mnt;
     if (unescape(mnt) != path) continue;
     while (fields >> field && field != "-") {
     }
-    std::string fstype;
-    if (fields >> fstype) types.push_back(fstype);
+    if (fields >> e.fstype) out.push_back(std::move(e));
   }
-  return types;
+  return out;
 }
+
+namespace {
 
 sup::Status detach(const std::string& path) {
   if (::geteuid() == 0) {
@@ -85,17 +88,18 @@ std::string absolute_path(const std::string& path) {
 sup::Status clean_stale_mount(const std::string& mountpoint) {
   // Stacked stale mounts are possible (several crashed daemons): peel them off.
   for (int round = 0; round < 8; ++round) {
-    const std::vector<std::string> types = fstypes_at(mountpoint);
-    if (types.empty()) return sup::Ok{};
+    const std::vector<MountEntry> mounts = mounts_at(mountpoint);
+    if (mounts.empty()) return sup::Ok{};
+    const std::string& top = mounts.back().fstype;
     struct stat st {};
     const bool dead = ::stat(mountpoint.c_str(), &st) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
     if (!dead) {
-      if (types.back() == "fuse.sbxfs")
+      if (top == "fuse.sbxfs")
         return sup::Error{sup::Errc::already_exists, "a live sbxfs is already mounted at " + mountpoint};
       return sup::Ok{};  // something else lives there; mounting on top is the user's choice
     }
     fuse_log(FUSE_LOG_NOTICE, "sbxfs: %s: stale mount (%s), unmounting it\n", mountpoint.c_str(),
-             types.back().c_str());
+             top.c_str());
     if (const sup::Status s = detach(mountpoint); !s) return s;
   }
   return sup::Error{sup::Errc::busy, mountpoint + ": stale mounts keep coming back"};

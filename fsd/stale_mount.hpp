@@ -2,6 +2,7 @@
 // A mount point left behind by a daemon that died (kill -9): every access
 // gives ENOTCONN and mounting over it fails (NOTES.md §8).
 #include <string>
+#include <vector>
 
 #include "supervisor/error.hpp"
 
@@ -10,6 +11,16 @@ namespace fsd {
 /// `path` made absolute and normalised without touching it (realpath would
 /// fail on a stale mount).
 std::string absolute_path(const std::string& path);
+
+/// One mount, as /proc/self/mountinfo shows it.
+struct MountEntry {
+  int id = 0;          ///< the mount ID (reused once unmounted)
+  std::string dev;     ///< MAJOR:MINOR of its file system
+  std::string fstype;  ///< e.g. fuse.sbxfs
+};
+
+/// The mounts at `path` (absolute, normalised), bottom first.
+std::vector<MountEntry> mounts_at(const std::string& path);
 
 /// Prepares `mountpoint` (absolute) for mounting: lazily unmounts stale FUSE
 /// mounts there (umount2 MNT_DETACH as root, else `fusermount3 -uz`);

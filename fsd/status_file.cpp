@@ -33,6 +33,7 @@ nlohmann::json proc_summary(Filesystem& fs, const sup::CommandStatus& st, const 
       {"logPath", cfg.mountpoint + "/procs/" + st.bg_id + "/log"},
       {"cpu", st.cpu},
       {"mine", fs.mine(st, reader)},
+      {"client", st.client.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.client)},
   };
 }
 
@@ -73,7 +74,7 @@ std::string supervisor_status(Filesystem& fs, const Requester& reader) {
       {"procs", std::move(procs)},
       {"finished", finished},
       {"hint", kHint},
-      {"steps", fs.activity().to_json()},
+      {"steps", fs.box_steps().latest()},
       {"load", load_json()},
       {"memory", memory_json()},
       {"disk", disk_json(info.state_dir)},

@@ -7,8 +7,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <fuse_log.h>
+
 #include "supervisor/clock.hpp"
 #include "supervisor/files.hpp"
+#include "supervisor/utf8.hpp"
 
 namespace fsd {
 
@@ -21,6 +24,14 @@ std::int64_t now_ms() {
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
   return static_cast<std::int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
+/// The length of the longest prefix of `s` of at most `max` bytes that does
+/// not cut a UTF-8 character.
+std::size_t text_prefix(std::string_view s, std::size_t max) {
+  if (s.size() <= max) return s.size();
+  while (max > 0 && (static_cast<unsigned char>(s[max]) & 0xC0) == 0x80) --max;
+  return max;
 }
 
 std::string_view trim(std::string_view s) {
@@ -65,44 +76,66 @@ sup::Status StepStore::apply(const sup::CommandStatus& st, std::string_view line
     return sup::Error{sup::Errc::invalid_argument, "no command has run in this slot"};
   std::lock_guard g(mu_);
   std::vector<Step>& steps = run_of(st);
+  bool changed = false;
+  sup::Status result = sup::Ok{};
   while (!lines.empty()) {
     const std::size_t nl = lines.find('\n');
-    std::string_view line = trim(lines.substr(0, nl));
+    const std::string_view line = trim(lines.substr(0, nl));
     lines.remove_prefix(nl == std::string_view::npos ? lines.size() : nl + 1);
     if (line.empty()) continue;
-    if (line.starts_with("start ") || line.starts_with("start\t")) {
-      std::string_view name = trim(line.substr(6));
-      if (name.empty()) return sup::Error{sup::Errc::invalid_argument, "start: a step needs a name"};
-      if (steps.size() >= kMaxSteps)
-        return sup::Error{sup::Errc::invalid_argument, "more than 1000 steps in one command"};
-      Step s;
-      s.name = std::string(name.substr(0, kMaxName));
-      s.started_at = sup::iso_now();
-      s.start_ms = now_ms();
-      steps.push_back(std::move(s));
-    } else if (line == "end" || line.starts_with("end ")) {
-      const std::string_view code = trim(line.substr(3));
-      std::optional<int> exit_code;
-      if (!code.empty()) {
-        int v = 0;
-        const auto [p, ec] = std::from_chars(code.data(), code.data() + code.size(), v);
-        if (ec != std::errc() || p != code.data() + code.size())
-          return sup::Error{sup::Errc::invalid_argument, "end: the exit code must be a number"};
-        exit_code = v;
-      }
-      auto open = std::find_if(steps.rbegin(), steps.rend(), [](const Step& s) { return s.running; });
-      if (open == steps.rend()) return sup::Error{sup::Errc::invalid_argument, "end: no step is running"};
-      open->running = false;
-      open->ms = now_ms() - open->start_ms;
-      open->exit_code = exit_code;
-    } else {
-      return sup::Error{sup::Errc::invalid_argument, "write 'start NAME' or 'end [EXITCODE]'"};
-    }
+    result = apply_line(steps, line);
+    if (!result) break;
+    changed = true;
   }
+  // Lines before a bad one stay applied, so they are saved as well.
+  if (changed) save(st, steps);
+  return result;
+}
+
+sup::Status StepStore::apply_line(std::vector<Step>& steps, std::string_view line) {
+  // Everything kept must be text: steps.json (here and in the state
+  // directory) is JSON, which holds nothing else.
+  if (const std::optional<std::string> why = sup::why_not_text(line))
+    return sup::Error{sup::Errc::invalid_argument, "a step line must be UTF-8 text: " + *why};
+  if (line.starts_with("start ") || line.starts_with("start\t")) {
+    const std::string_view name = trim(line.substr(6));
+    if (name.empty()) return sup::Error{sup::Errc::invalid_argument, "start: a step needs a name"};
+    if (steps.size() >= kMaxSteps)
+      return sup::Error{sup::Errc::invalid_argument, "more than 1000 steps in one command"};
+    Step s;
+    s.name = std::string(name.substr(0, text_prefix(name, kMaxName)));
+    s.started_at = sup::iso_now();
+    s.start_ms = now_ms();
+    steps.push_back(std::move(s));
+    return sup::Ok{};
+  }
+  if (line == "end" || line.starts_with("end ")) {
+    const std::string_view code = trim(line.substr(3));
+    std::optional<int> exit_code;
+    if (!code.empty()) {
+      int v = 0;
+      const auto [p, ec] = std::from_chars(code.data(), code.data() + code.size(), v);
+      if (ec != std::errc() || p != code.data() + code.size())
+        return sup::Error{sup::Errc::invalid_argument, "end: the exit code must be a number"};
+      exit_code = v;
+    }
+    auto open = std::find_if(steps.rbegin(), steps.rend(), [](const Step& s) { return s.running; });
+    if (open == steps.rend()) return sup::Error{sup::Errc::invalid_argument, "end: no step is running"};
+    open->running = false;
+    open->ms = now_ms() - open->start_ms;
+    open->exit_code = exit_code;
+    return sup::Ok{};
+  }
+  return sup::Error{sup::Errc::invalid_argument, "write 'start NAME' or 'end [EXITCODE]'"};
+}
+
+void StepStore::save(const sup::CommandStatus& st, const std::vector<Step>& steps) {
+  const std::string file = file_of(st);
+  if (file.empty()) return;
   nlohmann::json saved = dump(steps, true);
   for (std::size_t i = 0; i < steps.size(); ++i) saved[i]["startMs"] = steps[i].start_ms;
-  if (const std::string file = file_of(st); !file.empty()) (void)sup::write_file_atomic(file, saved.dump() + "\n", false);
-  return sup::Ok{};
+  if (const sup::Status ok = sup::write_file_atomic(file, saved.dump() + "\n", false); !ok)
+    fuse_log(FUSE_LOG_ERR, "sbxfs: cannot save %s: %s\n", file.c_str(), ok.error().message.c_str());
 }
 
 nlohmann::json StepStore::dump(const std::vector<Step>& steps, bool command_running) {

@@ -21,7 +21,9 @@ namespace fsd {
 class StepStore {
  public:
   /// Applies the lines of one write: `start NAME` opens a step, `end [EXITCODE]`
-  /// closes the latest open one. Times are taken here, at arrival.
+  /// closes the latest open one. Times are taken here, at arrival. A line that
+  /// is not UTF-8 text, or not one of these, is an invalid_argument error and
+  /// changes nothing; the lines before it stay applied. What changed is saved.
   sup::Status apply(const sup::CommandStatus& st, std::string_view lines);
   /// The steps of the run `st` as steps.json shows them: [{name, startedAt,
   /// ms, exitCode, running}]; a step left open by an ended command has
@@ -39,6 +41,10 @@ class StepStore {
   };
   /// The steps of one run (loaded from the state directory the first time). Holds mu_.
   std::vector<Step>& run_of(const sup::CommandStatus& st);
+  /// One line (trimmed, not empty) applied to `steps`, or why not (nothing changed).
+  static sup::Status apply_line(std::vector<Step>& steps, std::string_view line);
+  /// Writes `steps` to the record's steps.json in the state directory.
+  static void save(const sup::CommandStatus& st, const std::vector<Step>& steps);
   static std::string file_of(const sup::CommandStatus& st);
   static nlohmann::json dump(const std::vector<Step>& steps, bool command_running);
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 
 #include "supervisor/proc_tree.hpp"
 
@@ -25,18 +26,27 @@ bool CpuSampler::stale(const Sample& s, Clock::time_point now) const {
 
 void CpuSampler::take(const Tree& t) {
   static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  const std::uint64_t ticks = tree_cpu_ticks(t.monitor);
+  std::uint64_t started = 0;
+  const std::uint64_t ticks = tree_cpu_ticks(t.monitor, &started);
   const auto now = Clock::now();
+  timespec boot{};
+  ::clock_gettime(CLOCK_BOOTTIME, &boot);
   std::lock_guard g(mu_);
   auto it = samples_.find(t.id);
   if (it == samples_.end()) return;  // forgotten meanwhile
   Sample& s = it->second;
-  s.queued = false;
+  s.busy = false;
+  double secs = 0, used = 0;
   if (s.at != Clock::time_point{}) {
-    const double secs = std::chrono::duration<double>(now - s.at).count();
-    const double used = static_cast<double>(ticks - std::min(ticks, s.ticks)) / hz;
-    s.percent = secs > 0 ? std::round(used / secs * 1000.0) / 10.0 : 0;
+    secs = std::chrono::duration<double>(now - s.at).count();
+    used = static_cast<double>(ticks - std::min(ticks, s.ticks)) / hz;
+  } else if (started > 0) {
+    // The first sample: the tree's whole life so far (it started at 0 ticks).
+    secs = static_cast<double>(boot.tv_sec) + static_cast<double>(boot.tv_nsec) / 1e9 -
+           static_cast<double>(started) / hz;
+    used = static_cast<double>(ticks) / hz;
   }
+  s.percent = secs > 0 ? std::round(used / secs * 1000.0) / 10.0 : 0;
   s.ticks = ticks;
   s.at = now;
 }
@@ -46,6 +56,7 @@ double CpuSampler::percent(const Tree& t) {
     std::lock_guard g(mu_);
     Sample& s = samples_[t.id];
     if (!stale(s, Clock::now())) return s.percent;
+    s.busy = true;
   }
   take(t);
   std::lock_guard g(mu_);
@@ -54,28 +65,39 @@ double CpuSampler::percent(const Tree& t) {
 }
 
 std::vector<double> CpuSampler::percents(const std::vector<Tree>& trees) {
-  std::vector<double> out;
-  out.reserve(trees.size());
-  bool queued = false;
+  // Claimed under mu_ (so no other caller samples them too), oldest first.
+  std::vector<std::pair<Clock::time_point, const Tree*>> due;
   {
     std::lock_guard g(mu_);
     const auto now = Clock::now();
     for (const Tree& t : trees) {
       Sample& s = samples_[t.id];
-      out.push_back(s.percent);
-      if (stale(s, now) && !s.queued) {
-        s.queued = true;
-        queue_.push_back(t);
-        queued = true;
-      }
+      if (!stale(s, now) || s.busy) continue;
+      s.busy = true;
+      due.emplace_back(s.at, &t);
     }
-    if (queued && !worker_.joinable())
+  }
+  std::stable_sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto until = Clock::now() + budget_;
+  std::size_t done = 0;
+  for (; done < due.size() && Clock::now() < until; ++done) take(*due[done].second);
+
+  std::vector<double> out;
+  out.reserve(trees.size());
+  {
+    std::lock_guard g(mu_);
+    for (std::size_t k = done; k < due.size(); ++k) queue_.push_back(*due[k].second);
+    for (const Tree& t : trees) {
+      auto it = samples_.find(t.id);
+      out.push_back(it == samples_.end() ? 0 : it->second.percent);
+    }
+    if (done < due.size() && !worker_.joinable())
       worker_ = std::thread([this] {
         ::pthread_setname_np(::pthread_self(), "sbx-cpu");
         run();
       });
   }
-  if (queued) cv_.notify_one();
+  if (done < due.size()) cv_.notify_one();
   return out;
 }
 

@@ -1,12 +1,15 @@
 #pragma once
-// The `cpu` figure of running commands: %CPU of a monitor's whole tree over
-// the last interval between two samples, a sample being one walk of the
-// tree in /proc. A command is sampled at most once a second, and only when
-// somebody asks: an idle supervisor samples nothing.
+// The `cpu` figure of running commands: %CPU of a monitor's whole tree since
+// its previous sample, a sample being one walk of the tree in /proc; the
+// first sample of a tree measures from the monitor's start. A command is
+// sampled only when an answer shows its figure, and at most once an
+// interval: an idle supervisor samples nothing.
 //
-// Thread-safe. One background thread ("sbx-cpu"), asleep unless a listing
-// asked for fresh figures, so that a listing of many commands never walks
-// /proc on the caller's thread.
+// Thread-safe. A read samples on its own thread what is older than the
+// interval, so its answer is fresh, within a time budget per read: with very
+// many commands the ones past the budget show their last figure and are
+// resampled on a background thread ("sbx-cpu", asleep otherwise), so that
+// a listing of thousands stays fast.
 #include <sys/types.h>
 
 #include <chrono>
@@ -28,17 +31,22 @@ class CpuSampler {
     pid_t monitor = 0;
   };
 
-  /// `interval`: the least time between two samples of a command.
-  explicit CpuSampler(std::chrono::milliseconds interval = std::chrono::seconds(1)) : interval_(interval) {}
+  /// `interval`: the least time between two samples of a command. `budget`:
+  /// how long one call of percents() samples on the caller's thread at most.
+  explicit CpuSampler(std::chrono::milliseconds interval = std::chrono::seconds(1),
+                      std::chrono::milliseconds budget = std::chrono::milliseconds(10))
+      : interval_(interval), budget_(budget) {}
   ~CpuSampler();  ///< stops and joins the background thread
   CpuSampler(const CpuSampler&) = delete;
   CpuSampler& operator=(const CpuSampler&) = delete;
 
   /// One command: samples its tree now when the last sample is older than
-  /// the interval (a few /proc reads), then answers. 0 until two samples exist.
+  /// the interval (a few /proc reads), then answers.
   double percent(const Tree& t);
-  /// Many commands: the figures as they are, in the order of `trees`;
-  /// those older than the interval are resampled in the background, for the next call.
+  /// Many commands, in the order of `trees`: those whose last sample is older
+  /// than the interval are sampled now, the oldest first, within the budget;
+  /// the rest answer their last figure (0 if none) and are resampled in the
+  /// background.
   std::vector<double> percents(const std::vector<Tree>& trees);
   /// Drops what is known of `id` (it ended, or its bgId starts a new command).
   void forget(const std::string& id);
@@ -49,13 +57,14 @@ class CpuSampler {
     std::uint64_t ticks = 0;
     Clock::time_point at{};
     double percent = 0;
-    bool queued = false;
+    bool busy = false;  // being sampled (by a caller or the background thread)
   };
   bool stale(const Sample& s, Clock::time_point now) const;
   void take(const Tree& t);  // walks without mu_, then stores under it
   void run();
 
   const std::chrono::milliseconds interval_;
+  const std::chrono::milliseconds budget_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Sample> samples_;  // guarded by mu_

@@ -10,7 +10,8 @@ Error error_from_errno(int err, const std::string& what) {
   switch (err) {
     case ENOENT: c = Errc::not_found; break;
     case ENOTDIR: c = Errc::not_a_directory; break;
-    case EACCES: case EPERM: case ENOEXEC: case EISDIR: c = Errc::permission_denied; break;
+    case EACCES: case EPERM: case EISDIR: c = Errc::permission_denied; break;
+    case ENOEXEC: c = Errc::not_a_program; break;
     case EEXIST: case ENOTEMPTY: c = Errc::already_exists; break;
     case EBUSY: c = Errc::busy; break;
     case E2BIG: c = Errc::too_big; break;
@@ -36,6 +37,7 @@ const char* error_code_name(Errc c) {
     case Errc::not_found: return "ENOENT";
     case Errc::not_a_directory: return "ENOTDIR";
     case Errc::permission_denied: return "EACCES";
+    case Errc::not_a_program: return "ENOEXEC";
     case Errc::already_exists: return "EEXIST";
     case Errc::busy: return "EBUSY";
     case Errc::too_big: return "E2BIG";

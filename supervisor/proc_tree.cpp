@@ -92,8 +92,9 @@ std::vector<pid_t> descendants(pid_t pid) {
   return out;
 }
 
-std::uint64_t tree_cpu_ticks(pid_t monitor) {
+std::uint64_t tree_cpu_ticks(pid_t monitor, std::uint64_t* start) {
   auto f = stat_fields(monitor);
+  if (start) *start = field(f, 22);
   if (f.size() < 20) return 0;
   std::uint64_t total = field(f, 16) + field(f, 17);  // cutime + cstime: reaped
   for (pid_t p : descendants(monitor)) {

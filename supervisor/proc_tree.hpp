@@ -18,7 +18,8 @@ bool process_is_zombie(pid_t pid);
 std::vector<pid_t> descendants(pid_t pid);
 /// CPU ticks used by `monitor` and its whole tree: its reaped children
 /// (cutime+cstime, it reaps them all as subreaper) plus every live descendant.
-std::uint64_t tree_cpu_ticks(pid_t monitor);
+/// `start`, if given, gets the monitor's start time (field 22; 0 if gone).
+std::uint64_t tree_cpu_ticks(pid_t monitor, std::uint64_t* start = nullptr);
 /// pidfd_open(2); -1 with errno on failure.
 int open_pidfd(pid_t pid);
 

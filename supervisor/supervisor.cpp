@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "supervisor/auto_id.hpp"
 #include "supervisor/clock.hpp"
@@ -161,6 +162,7 @@ struct Supervisor::Impl {
   EndedRecords ended_index;                         // ended records by end time; guarded by mu
   std::size_t running = 0;                          // records running; guarded by mu
   std::size_t starting = 0;                         // starts between claim and commit; guarded by mu
+  std::unordered_map<uid_t, std::size_t> active_by_uid;  // running + starting, per owner; guarded by mu
   std::uint64_t counter_on_disk = 0;                // the `counter` file's value; guarded by mu
   std::uint64_t retention_timer = 0;                // the age limit's one-shot timer; guarded by mu
   std::optional<EndedRecords::Millis> retention_due;  // when it fires; guarded by mu
@@ -234,7 +236,7 @@ struct Supervisor::Impl {
   // start_async, once handed to the loop (loop thread).
   /// Claims s.spec's name (or a fresh id) and a place under max_running. No lock held.
   std::optional<Error> claim(Starting& s, StartMode mode);
-  void unreserve(const std::string& id);    // no lock held
+  void unreserve(const std::string& id, uid_t owner);  // no lock held
   void start_begin(const std::shared_ptr<Starting>& s);
   void arm_start_timer(Starting& s, const char* report);
   void start_report(std::uint64_t token);
@@ -286,6 +288,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   s.serial = it == serials.end() ? 0 : it->second;
   s.owner_uid = r.owner_uid;
   s.owner_sid = r.owner_sid;
+  if (r.spec) s.client = r.spec->requester_client;
   std::string dir = dir_of(r.id);
   s.log_file = dir + "/log";
   s.stdout_file = dir + "/stdout";
@@ -552,6 +555,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     }
     if (err) r.error = err;
     --running;
+    if (--active_by_uid[r.owner_uid] == 0) active_by_uid.erase(r.owner_uid);
     note_ended(r);
   }
   cpu.forget(id);
@@ -682,6 +686,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (it->second.ended) note_ended(it->second);
   if (!it->second.ended && !it->second.slot) {
     ++running;
+    ++active_by_uid[it->second.owner_uid];
     watch_running(it->second);
     if (it->second.ready_cond && !it->second.ready) loop->post([this, id] { start_probe(id); });
   }
@@ -857,12 +862,12 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   auto fail_early = [&](Error e) {
     remove_tree(s->tmp_dir);
     if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
-    I.unreserve(id);
+    I.unreserve(id, spec.requester_uid);
     done(std::move(e));
   };
   if (::mkdir(s->tmp_dir.c_str(), 0700) != 0) {
     int e = errno;
-    I.unreserve(id);
+    I.unreserve(id, spec.requester_uid);
     return done(error_from_errno(e, "mkdir " + s->tmp_dir));
   }
   json sj = spec_to_json(spec);
@@ -917,6 +922,15 @@ std::optional<Error> Supervisor::Impl::claim(Starting& s, StartMode mode) {
     return Error{Errc::try_again, std::to_string(running + starting) +
                                       " commands are running, the most allowed at once (max_running=" +
                                       std::to_string(opts.max_running) + "): stop one or wait for one to end"};
+  if (opts.max_running_per_user > 0) {
+    const auto mine = active_by_uid.find(spec.requester_uid);
+    const std::size_t n = mine == active_by_uid.end() ? 0 : mine->second;
+    if (n >= opts.max_running_per_user)
+      return Error{Errc::try_again, "uid " + std::to_string(spec.requester_uid) + " runs " + std::to_string(n) +
+                                        " commands, the most one user may run at once (max_running_per_user=" +
+                                        std::to_string(opts.max_running_per_user) +
+                                        "): stop one or wait for one to end"};
+  }
   if (!spec.name.empty()) {
     s.id = spec.name;
     if (reserved.count(s.id)) return Error{Errc::busy, "'" + s.id + "' is being started"};
@@ -934,14 +948,16 @@ std::optional<Error> Supervisor::Impl::claim(Starting& s, StartMode mode) {
   }
   reserved.insert(s.id);
   ++starting;
+  ++active_by_uid[spec.requester_uid];
   s.token = next_start++;
   return std::nullopt;
 }
 
-void Supervisor::Impl::unreserve(const std::string& id) {
+void Supervisor::Impl::unreserve(const std::string& id, uid_t owner) {
   std::lock_guard g(mu);
   reserved.erase(id);
   --starting;
+  if (--active_by_uid[owner] == 0) active_by_uid.erase(owner);
 }
 
 void Supervisor::Impl::start_begin(const std::shared_ptr<Starting>& s) {
@@ -1093,7 +1109,7 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
   // A few small files (the command never ran long enough to write much):
   // removed before the caller is told, so a failed start leaves nothing.
   if (!gone.empty()) remove_tree(gone);
-  unreserve(s->id);
+  unreserve(s->id, s->spec.requester_uid);
   if (s->published) emit(Event::Kind::removed, s->id);
   s->done(std::move(e));
 }
@@ -1250,7 +1266,7 @@ std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure
 }
 
 namespace {
-// The last figures of the running ones among `out` (never walks /proc here).
+// The figures of the running ones among `out`, sampled now where stale.
 void add_cpu(CpuSampler& sampler, std::vector<CommandStatus>& out, const std::vector<pid_t>& monitors) {
   std::vector<CpuSampler::Tree> trees;
   std::vector<std::size_t> at;
@@ -1290,7 +1306,8 @@ std::vector<RecordEntry> Supervisor::entries() const {
   return out;
 }
 
-std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::optional<uid_t> owner) const {
+std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::optional<uid_t> owner,
+                                                    CpuFigure cpu) const {
   std::vector<CommandStatus> out;
   std::vector<pid_t> monitors;
   std::size_t rest = 0;
@@ -1308,7 +1325,7 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::opt
       monitors.push_back(r.monitor.monitor_pid);
     }
   }
-  add_cpu(impl_->cpu, out, monitors);
+  if (cpu == CpuFigure::sample) add_cpu(impl_->cpu, out, monitors);
   if (ended) *ended = rest;
   return out;
 }

@@ -34,6 +34,9 @@ struct SupervisorOptions {
   RetentionPolicy retention;
   /// Commands running at once; a start past it is try_again. 0: no limit.
   std::size_t max_running = 2000;
+  /// Commands one user (by uid) may run at once, starts in progress
+  /// included; a start past it is try_again. 0: no limit.
+  std::size_t max_running_per_user = 0;
   std::uint64_t log_max = kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
   /// How long a start waits for each of the monitor's two reports (forked,
   /// exec'd) before it is given up as timed_out.
@@ -118,17 +121,20 @@ class Supervisor {
   /// One record; with CpuFigure::sample its tree's CPU is sampled when the
   /// last sample is older than a second.
   std::optional<CommandStatus> status(const std::string& id, CpuFigure cpu = CpuFigure::sample) const;
-  /// Every record, in bgId order (auto ids sort in start order). `cpu` is
-  /// the last sampled figure (stale ones are resampled in the background).
+  /// Every record, in bgId order (auto ids sort in start order). `cpu` of
+  /// the running ones is sampled as CpuSampler::percents says: fresh, within
+  /// a time budget per call.
   std::vector<CommandStatus> list() const;
   /// Every record's id, serial and owner, in bgId order: for listings.
   std::vector<RecordEntry> entries() const;
   /// The running records only, in bgId order, and how many have ended
   /// (state exited or error; empty slots are not counted). Cheap with many
-  /// ended records: those are counted, not copied; `cpu` as for list().
+  /// ended records: those are counted, not copied; `cpu` as for list(), or
+  /// 0 with CpuFigure::skip (for an answer that does not show it).
   /// With `owner`, only the records that user started.
   std::vector<CommandStatus> list_running(std::size_t* ended = nullptr,
-                                          std::optional<uid_t> owner = std::nullopt) const;
+                                          std::optional<uid_t> owner = std::nullopt,
+                                          CpuFigure cpu = CpuFigure::sample) const;
   SupervisorInfo info() const;
 
   /// Blocks the calling thread until `id` has ended or `timeout` passed.

@@ -13,7 +13,8 @@
 // --log-max: output bytes kept in the log; later output is drained and
 // counted in `dropped` (relay.cpp). Absent or 0 = no limit.
 // The command gets the monitor's environment and working directory; ARGV0
-// is looked up in PATH unless it contains a '/' (execvp).
+// is looked up in PATH unless it contains a '/' (as execvp does, but a file
+// that is not a program is refused with ENOEXEC, never run by /bin/sh).
 //
 // Report protocol, on the monitor's stdout (lines, then EOF):
 //   ok PID\n              the command was exec'd, monitor.json is written
@@ -218,7 +219,7 @@ struct itimerspec ms_to_its(uint64_t ms) {
   return its;
 }
 
-// In the forked child: only async-signal-safe calls until execvp.
+// In the forked child: only async-signal-safe calls until the exec.
 // go_fd >= 0: one byte from it first (EOF: the start was cancelled).
 [[noreturn]] void exec_child(const Args& args, int go_fd, int devnull, int out_w, int err_w, int status_w) {
   char** argv = args.argv;
@@ -251,8 +252,7 @@ struct itimerspec ms_to_its(uint64_t ms) {
               ::setuid(args.uid) != 0)) {
     err = errno;  // groups first, uid last: after setuid we could not change them
   } else {
-    ::execvp(argv[0], argv);
-    err = errno;
+    err = exec_command(argv, environ);
   }
   ssize_t n;
   do {
@@ -396,7 +396,10 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
     }
     ::unlinkat(dirfd, "monitor.json", 0);  // nothing ran: no record of a start
     int e = got == sizeof child_err ? child_err : EIO;
-    fail(e, errmsg((std::string("cannot execute '") + args.argv[0] + "'").c_str(), e));
+    std::string why = errmsg((std::string("cannot execute '") + args.argv[0] + "'").c_str(), e);
+    if (e == ENOEXEC)
+      why += " (neither a program for this machine nor a script starting with #!; argv runs no shell)";
+    fail(e, why);
   }
   if (m.timeout_tfd >= 0) {
     struct itimerspec its = ms_to_its(args.timeout_ms);

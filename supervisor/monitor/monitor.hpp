@@ -131,6 +131,15 @@ struct Monitor {
 // Returns the monitor's exit status.
 int run_loop(Monitor& m);
 
+// ---- exec_command.cpp --------------------------------------------------------
+
+// execve of argv[0], looked up in envp's PATH (default
+// /usr/local/bin:/usr/bin:/bin) unless it holds a '/'. Unlike execvp, a file
+// the kernel refuses as not a program (ENOEXEC) is not run through /bin/sh.
+// Returns only on failure, with the errno. Async-signal-safe: it runs between
+// fork and exec.
+int exec_command(char* const argv[], char* const envp[]);
+
 // ---- main.cpp / server.cpp ---------------------------------------------------
 
 // Starts the command described by a monitor command line (argv[0] is

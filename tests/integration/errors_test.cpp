@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sbxfs_fixture.hpp"
@@ -50,6 +51,12 @@ const std::vector<BadRequest>& bad_requests() {
       {"cwd not a directory", R"({"cmd": "true", "cwd": "%T/plainfile"})", ENOTDIR},
       {"argv[0] not found", R"({"argv": ["%T/no-such-program"]})", ENOENT},
       {"argv[0] not executable", R"({"argv": ["%T/plainfile"]})", EACCES},
+      {"argv[0] random bytes", R"({"argv": ["%T/random-bytes"]})", ENOEXEC},
+      {"argv[0] an ELF for another machine", R"({"argv": ["%T/foreign-elf"]})", ENOEXEC},
+      {"argv[0] a broken ELF", R"({"argv": ["%T/broken-elf"]})", ENOEXEC},
+      {"argv[0] a script without #!", R"({"argv": ["%T/no-hashbang", "arg"]})", ENOEXEC},
+      {"argv[0] found in PATH, not a program", R"({"argv": ["no-hashbang"], "env": {"PATH": "/nonexistent:%T"}})",
+       ENOEXEC},
       {"name taken", R"({"cmd": "true", "name": "taken"})", EEXIST},
       {"empty plain-text command", "\n", EINVAL},
   };
@@ -63,6 +70,29 @@ class ErrorsTest : public SbxfsTest {
     if (HasFatalFailure()) return;
     ASSERT_EQ(write_file(dir_ + "/plainfile", "not a program\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
     ::chmod((dir_ + "/plainfile").c_str(), 0644);
+    // Executable files the kernel refuses to run (ENOEXEC). Run through a
+    // shell (execvp's fallback), the script would leave %T/ran behind.
+    std::string random_bytes;
+    for (int i = 0; i < 512; ++i) random_bytes += static_cast<char>((i * 151 + 7) & 0xff);
+    random_bytes[0] = '\x01';
+    std::string elf(64, '\0');  // an ELF header, e_machine of another architecture
+    elf.replace(0, 7, "\x7f" "ELF\x02\x01\x01");
+    elf[16] = 2;  // ET_EXEC
+#if defined(__x86_64__)
+    elf[18] = static_cast<char>(183);  // EM_AARCH64
+#else
+    elf[18] = 62;  // EM_X86_64
+#endif
+    elf[20] = 1;   // EV_CURRENT
+    elf[52] = 64;  // e_ehsize
+    for (const auto& [name, content] : std::vector<std::pair<std::string, std::string>>{
+             {"random-bytes", random_bytes},
+             {"foreign-elf", elf},
+             {"broken-elf", "\x7f" "ELFgarbage"},
+             {"no-hashbang", "touch \"" + dir_ + "/ran\"\n"}}) {
+      ASSERT_EQ(write_file(dir_ + "/" + name, content, O_WRONLY | O_CREAT | O_TRUNC), 0);
+      ASSERT_EQ(::chmod((dir_ + "/" + name).c_str(), 0755), 0);
+    }
     ASSERT_EQ(start(R"({"cmd": "sleep 30", "name": "taken"})"), "taken");
   }
 
@@ -123,6 +153,23 @@ print(json.dumps(res))
     std::string want = req.substr(0, 200);
     EXPECT_TRUE(logged == want || logged + "\n" == want) << "request logged as: " << logged;
   }
+}
+
+// An argv request runs no shell: a file that is not a program is refused
+// (the table above), never run by /bin/sh; as plain text, the shell runs it.
+TEST_F(ErrorsTest, ArgvNotAProgramRunsNoShell) {
+  auto r = bash("echo \"$REQ\" > \"$MNT/cmd\"", 10, {{"REQ", R"({"argv": [")" + dir_ + R"(/no-hashbang"]})"}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("write error: Exec format error"), std::string::npos) << r.err;
+  const std::string why = errors().back()["error"];
+  EXPECT_NE(why.find("no-hashbang"), std::string::npos) << why;
+  EXPECT_NE(why.find("no shell"), std::string::npos) << why;
+  EXPECT_EQ(stat_errno(dir_ + "/ran"), ENOENT) << "the script was run by a shell";
+  // The same file as plain text is shell text: sh runs it as a script.
+  const std::string id = start(dir_ + "/no-hashbang");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(wait_json(id)["proc"]["exitCode"], 0);
+  EXPECT_EQ(stat_errno(dir_ + "/ran"), 0);
 }
 
 TEST_F(ErrorsTest, BashEchoReportsTheErrno) {

@@ -153,6 +153,44 @@ TEST_F(RestartTest, FusermountUnmountEndsTheDaemon) {
   EXPECT_EQ(status_json(a)["running"], true);
 }
 
+// A lazy unmount detaches the mount while a reader is parked on `wait` and a
+// shell has its working directory inside: the connection lives on, but the
+// daemon notices at once, answers the reader, and exits (releasing the
+// state directory), so the next daemon starts on it.
+TEST_F(RestartTest, LazyUnmountEndsTheDaemonAtOnce) {
+  std::string a = start("sleep 30");
+  std::string b = start("exit 4");
+  ASSERT_FALSE(a.empty() || b.empty());
+  wait_ended(b);
+  pid_t pa = status_json(a)["pid"].get<pid_t>();
+  pid_t waiter = spawn_bg("exec cat \"$MNT/procs/" + a + "/wait\"", dir_ + "/waiter.out");
+  ASSERT_TRUE(wait_until([&] { return blocked_in_fuse(waiter); }, 3s));
+  spawn_bg("cd \"$MNT/procs\" && exec sleep 30");
+  const pid_t d = daemon_pid();
+  auto r = run_argv({"fusermount3", "-uz", mnt_}, 10);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto t0 = Clock::now();
+  auto wrc = wait_bg(waiter, 5s);
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_TRUE(wrc.has_value()) << "the parked reader was not answered";
+  EXPECT_NE(*wrc, 0) << "an error, not an answer";
+  EXPECT_LT(took, 1.0) << "the daemon took " << took << " s to answer the parked reader";
+  // (Its exit may take a while longer in the sanitizer build: the leak check.)
+  int st = 0;
+  EXPECT_TRUE(wait_until([&] { return ::waitpid(d, &st, WNOHANG) == d; }, 5s)) << "the daemon did not exit";
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+  EXPECT_NE(daemon_log().find("left the mount table"), std::string::npos) << daemon_log();
+  adopt_daemon(0);
+  EXPECT_TRUE(pid_alive(pa)) << "the command keeps running";
+
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 1);
+  auto names = procs();
+  EXPECT_TRUE(contains(names, a) && contains(names, b));
+  EXPECT_EQ(status_json(a)["running"], true);
+  EXPECT_EQ(status_json(b)["exitCode"], 4);
+}
+
 TEST_F(RestartTest, CorruptRecordLoadsAsError) {
   std::string a = start("exit 1");
   std::string b = start("exit 2");

@@ -1,6 +1,7 @@
 // status.json at the root and procs/ID/status.json.
 #include <unistd.h>
 
+#include <sstream>
 #include <string>
 
 #include "sbxfs_fixture.hpp"
@@ -45,7 +46,7 @@ TEST_F(StatusTest, RootListsRunningOldestFirstAndCountsFinished) {
   for (auto& pr : s["procs"]) {
     std::vector<std::string> keys;
     for (auto& [k, v] : pr.items()) keys.push_back(k);
-    EXPECT_EQ(keys, (std::vector<std::string>{"bgId", "cmd", "cpu", "logPath", "mine", "note", "running",
+    EXPECT_EQ(keys, (std::vector<std::string>{"bgId", "client", "cmd", "cpu", "logPath", "mine", "note", "running",
                                               "startedAt"}));
     EXPECT_EQ(pr["running"], true);
     EXPECT_EQ(pr["cmd"], "sleep 30");
@@ -95,6 +96,42 @@ TEST_F(StatusTest, RunningRecordFields) {
   EXPECT_EQ(s["logPath"], mnt_ + "/procs/" + id + "/log");
   EXPECT_EQ(s["mine"], true) << "started and read from the same session";
   EXPECT_TRUE(s["cpu"].is_number()) << s.dump();
+}
+
+// The root list's `cpu` is sampled for the read that shows it: a busy loop
+// shows at the first read of the root list, as in its own record.
+TEST_F(StatusTest, RootListCpuIsFreshAtTheFirstRead) {
+  const std::string busy = start("echo $$ > '" + dir_ + "/busy.pid'; while :; do :; done");
+  const std::string idle = start("sleep 30");
+  ASSERT_FALSE(busy.empty() || idle.empty());
+  // Its own count of CPU time (not sbxfs's): at least 0.3 s used.
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const std::string pid = read_file(dir_ + "/busy.pid").data;
+        std::string stat = read_file("/proc/" + pid.substr(0, pid.find('\n')) + "/stat").data;
+        const std::size_t close = stat.rfind(')');
+        if (pid.empty() || close == std::string::npos) return false;
+        std::istringstream fields(stat.substr(close + 2));
+        std::string f;
+        long utime = 0, stime = 0;
+        for (int i = 3; i <= 15 && fields >> f; ++i) {
+          if (i == 14) utime = std::stol(f);
+          if (i == 15) stime = std::stol(f);
+        }
+        return utime + stime >= hz * 3 / 10;
+      },
+      10s));
+  const json root = root_status();
+  double busy_cpu = -1, idle_cpu = -1;
+  for (const json& e : root["procs"]) {
+    if (e["bgId"] == busy) busy_cpu = e["cpu"].get<double>();
+    if (e["bgId"] == idle) idle_cpu = e["cpu"].get<double>();
+  }
+  EXPECT_GT(busy_cpu, 10) << root["procs"].dump();
+  EXPECT_GE(idle_cpu, 0) << root["procs"].dump();
+  EXPECT_LT(idle_cpu, 5) << root["procs"].dump();
+  EXPECT_GT(status_json(busy)["cpu"].get<double>(), 10);
 }
 
 TEST_F(StatusTest, ExitedRecordFields) {

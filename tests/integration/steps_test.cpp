@@ -112,5 +112,36 @@ TEST_F(StepsTest, BadLinesAreEinvalAndStepsSurviveARestart) {
   EXPECT_EQ(parse_json(file("procs/" + id + "/steps.json"))[1]["exitCode"], 0);
 }
 
+// A bad value never enters the store: a name that is not UTF-8 is refused,
+// and the store (in memory and in the state directory) keeps working.
+TEST_F(StepsTest, InvalidUtf8IsEinvalAndLaterStepsAreSaved) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  const std::string steps = p("procs/" + id + "/steps");
+  EXPECT_EQ(write_file(steps, "start \xff\n"), EINVAL);
+  auto errs = errors();
+  ASSERT_FALSE(errs.empty());
+  EXPECT_EQ(errs.back()["path"], "procs/" + id + "/steps") << errs.back();
+  EXPECT_EQ(errs.back()["errno"], "EINVAL") << errs.back();
+  EXPECT_NE(errs.back()["error"].get<std::string>().find("UTF-8"), std::string::npos) << errs.back();
+  // The lines before a bad one in the same write are kept, and saved.
+  EXPECT_EQ(write_file(steps, "start first\nstart bad\xc3\n"), EINVAL);
+  EXPECT_EQ(write_file(steps, "end 0\n"), 0);
+  // A long name is cut at a character boundary, never inside one.
+  const std::string long_name = std::string(199, 'x') + "\xc3\xa9" + "tail";
+  EXPECT_EQ(write_file(steps, "start " + long_name + "\n"), 0);
+  EXPECT_EQ(write_file(steps, "end 4\nstart last\n"), 0);
+  ASSERT_TRUE(restart_daemon());
+  auto j = parse_json(file("procs/" + id + "/steps.json"));
+  ASSERT_TRUE(j.is_array()) << j;
+  ASSERT_EQ(j.size(), 3u) << j;
+  EXPECT_EQ(j[0]["name"], "first");
+  EXPECT_EQ(j[0]["exitCode"], 0);
+  EXPECT_EQ(j[1]["name"], std::string(199, 'x'));
+  EXPECT_EQ(j[1]["exitCode"], 4);
+  EXPECT_EQ(j[2]["name"], "last");
+  EXPECT_EQ(j[2]["running"], true);
+}
+
 }  // namespace
 }  // namespace sbxit

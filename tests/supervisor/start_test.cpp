@@ -243,6 +243,21 @@ TEST_F(StartTest, NotExecutableIsPermissionDenied) {
   ExpectStartFails(argv({work_.path()}), Errc::permission_denied);  // a directory
 }
 
+// execve refuses them (ENOEXEC); an argv start runs no shell in their place.
+TEST_F(StartTest, NotAProgramIsRefusedWithoutAShell) {
+  const std::string no_hashbang = work_ / "no-hashbang";
+  write_file(no_hashbang, "touch '" + work_ / "ran" + "'\n");
+  const std::string garbage = work_ / "garbage";
+  write_file(garbage, "\x7f" "ELFgarbage");
+  for (const std::string& p : {no_hashbang, garbage}) ASSERT_EQ(::chmod(p.c_str(), 0755), 0);
+  ExpectStartFails(argv({no_hashbang}), Errc::not_a_program);
+  ExpectStartFails(argv({garbage}), Errc::not_a_program);
+  auto in_path = argv({"no-hashbang"});
+  in_path.env["PATH"] = work_.path();
+  ExpectStartFails(in_path, Errc::not_a_program);
+  EXPECT_FALSE(std::filesystem::exists(work_ / "ran")) << "a shell ran the file";
+}
+
 TEST_F(StartTest, TakenNameIsAlreadyExists) {
   // argv, not a shell: dash forks `sleep` after start() returns, which
   // would change the process set that ExpectStartFails compares.

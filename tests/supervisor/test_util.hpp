@@ -47,6 +47,7 @@ inline const char* errc_name(Errc c) {
     case Errc::not_found: return "not_found";
     case Errc::not_a_directory: return "not_a_directory";
     case Errc::permission_denied: return "permission_denied";
+    case Errc::not_a_program: return "not_a_program";
     case Errc::already_exists: return "already_exists";
     case Errc::busy: return "busy";
     case Errc::too_big: return "too_big";
