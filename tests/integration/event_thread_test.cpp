@@ -14,7 +14,7 @@ using EventThreadTest = SbxfsTest;
 
 TEST_F(EventThreadTest, AWaiterIsAnsweredBeforeManyBigOutputAnswersBuiltAtTheSameMoment) {
   constexpr int kBig = 20;
-  constexpr int kBytes = 256 * 1024;
+  constexpr int kBytes = 512 * 1024;
   // Every command ends at one wall-clock moment, late enough for all starts
   // and reads to be issued first; the waiter's a little after the others.
   const double end_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() + 4;
@@ -26,7 +26,7 @@ TEST_F(EventThreadTest, AWaiterIsAnsweredBeforeManyBigOutputAnswersBuiltAtTheSam
     big.push_back(start("head -c " + std::to_string(kBytes) + " /dev/zero | tr '\\000' a; " + until(end_at)));
     ASSERT_FALSE(big.back().empty());
   }
-  const std::string waiter = start(until(end_at + 0.05));
+  const std::string waiter = start(until(end_at + 0.03));
   ASSERT_FALSE(waiter.empty());
 
   std::atomic<int> whole{0};
@@ -41,13 +41,18 @@ TEST_F(EventThreadTest, AWaiterIsAnsweredBeforeManyBigOutputAnswersBuiltAtTheSam
     });
   const FileResult w = read_file(p("procs/" + waiter + "/wait"));
   const Clock::time_point waiter_done = Clock::now();
+  const double late = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+                      (end_at + 0.03);
   for (std::thread& t : readers) t.join();
 
   ASSERT_EQ(w.err, 0);
   EXPECT_EQ(parse_json(w.data)["stillRunning"], false) << w.data;
   EXPECT_EQ(whole.load(), kBig);
-  EXPECT_LT(waiter_done, *std::max_element(done.begin(), done.end()))
-      << "the waiter was answered only after every big answer was built";
+  // Built on the event thread, every big answer would come before the
+  // waiter's (its command ended last); built elsewhere, most come after.
+  const auto before = std::count_if(done.begin(), done.end(), [&](Clock::time_point t) { return t < waiter_done; });
+  EXPECT_LT(before, kBig / 2) << "the waiter was answered " << late << " s after its command ended, after " << before
+                              << " of the " << kBig << " big answers";
 }
 
 }  // namespace
