@@ -24,12 +24,8 @@ class StartTest : public SupervisorTest {
   void ExpectStartFails(const sup::StartSpec& spec, Errc code,
                         sup::StartMode mode = sup::StartMode::new_only) {
     const auto ids_before = ids_of(sup_->list());
-    // A replaced record's folder may still be on its way out (.del-*, removed on the worker pool).
-    auto record_dirs = [&] {
-      std::set<std::string> d = dir_entries(procs_dir());
-      std::erase_if(d, [](const std::string& n) { return n.rfind(".del-", 0) == 0; });
-      return d;
-    };
+    // A replaced record's folder on its way out is in STATE/staging, never in procs/.
+    auto record_dirs = [&] { return dir_entries(procs_dir()); };
     const auto dirs_before = record_dirs();
     const auto procs_before = marked();
     auto r = sup_->start(spec, mode);
