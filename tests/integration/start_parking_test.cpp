@@ -55,8 +55,8 @@ class StartParkingTest : public SbxfsTest {
   /// Starts waiting for their monitor: their staging folders in the state directory.
   int starts_under_way() {
     int n = 0;
-    for (auto& e : list_dir(state_ + "/procs"))
-      if (e.rfind(".new-", 0) == 0) ++n;
+    for (auto& e : list_dir(state_ + "/staging"))
+      if (e.rfind("new-", 0) == 0) ++n;
     return n;
   }
 
@@ -214,9 +214,9 @@ TEST_F(StartParkingTest, AWriteOrReadDuringAStartAtCloseIsEbusy) {
       "        res['close'] = os.strerror(e.errno)\n"
       "t = threading.Thread(target=closer)\n"
       "t.start()\n"
-      "procs = os.environ['STATE'] + '/procs'\n"
+      "staging = os.environ['STATE'] + '/staging'\n"
       "deadline = time.monotonic() + 10\n"
-      "while not any(n.startswith('.new-') for n in os.listdir(procs)) and time.monotonic() < deadline:\n"
+      "while not any(n.startswith('new-') for n in os.listdir(staging)) and time.monotonic() < deadline:\n"
       "    time.sleep(0.01)\n"
       "for op in ('write', 'read'):\n"
       "    try:\n"

@@ -51,8 +51,8 @@ class StartAsyncTest : public SupervisorTest {
   /// Starts waiting for their monitor (their staging folders).
   int under_way() const {
     int n = 0;
-    for (const std::string& e : dir_entries(procs_dir()))
-      if (e.rfind(".new-", 0) == 0) ++n;
+    for (const std::string& e : dir_entries(state_dir() + "/staging"))
+      if (e.rfind("new-", 0) == 0) ++n;
     return n;
   }
 

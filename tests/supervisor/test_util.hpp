@@ -270,7 +270,7 @@ inline void kill_orphans_of_dead_test_runs() {
   ::closedir(d);
 }
 
-/// The folders of STATE/procs (hidden ".new-*" ones included), sorted.
+/// The entries of `dir` (hidden ones included), sorted.
 inline std::set<std::string> dir_entries(const std::string& dir) {
   std::set<std::string> out;
   std::error_code ec;
