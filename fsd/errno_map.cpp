@@ -11,7 +11,7 @@ int to_errno(sup::Errc code) {
     case sup::Errc::not_found: return ENOENT;
     case sup::Errc::not_a_directory: return ENOTDIR;
     case sup::Errc::permission_denied: return EACCES;
-    case sup::Errc::not_a_program: return ENOEXEC;
+    case sup::Errc::not_a_program: return EACCES;  // sbxfs.5's errno for it; errors says which
     case sup::Errc::already_exists: return EEXIST;
     case sup::Errc::busy: return EBUSY;
     case sup::Errc::too_big: return E2BIG;

@@ -37,7 +37,7 @@ const char* error_code_name(Errc c) {
     case Errc::not_found: return "ENOENT";
     case Errc::not_a_directory: return "ENOTDIR";
     case Errc::permission_denied: return "EACCES";
-    case Errc::not_a_program: return "ENOEXEC";
+    case Errc::not_a_program: return "EACCES";
     case Errc::already_exists: return "EEXIST";
     case Errc::busy: return "EBUSY";
     case Errc::too_big: return "E2BIG";

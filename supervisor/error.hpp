@@ -13,7 +13,7 @@ enum class Errc {
   not_found,          // ENOENT: no such command, cwd or executable missing
   not_a_directory,    // ENOTDIR: cwd is not a directory
   permission_denied,  // EACCES: not executable, not allowed
-  not_a_program,      // ENOEXEC: executable, but not in a format the kernel runs
+  not_a_program,      // EACCES (from execve's ENOEXEC): executable, but not in a format the kernel runs
   already_exists,     // EEXIST: name taken
   busy,               // EBUSY: the command is running
   too_big,            // E2BIG: request or argument list too large

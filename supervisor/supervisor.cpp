@@ -30,6 +30,7 @@
 #include "supervisor/record_files.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/unique_fd.hpp"
+#include "supervisor/utf8.hpp"
 #include "supervisor/work_pool.hpp"
 
 extern char** environ;
@@ -848,6 +849,10 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   if (argv.empty() || argv[0].empty()) return done(Error{Errc::invalid_argument, "the command is empty"});
   if (spec.cwd.empty() || spec.cwd[0] != '/')
     return done(Error{Errc::invalid_argument, "cwd must be an absolute path (got '" + spec.cwd + "')"});
+  // The record is JSON, which holds text only: a working directory whose
+  // name is not UTF-8 (the writer's, by default) cannot be recorded.
+  if (auto why = why_not_text(spec.cwd))
+    return done(Error{Errc::invalid_argument, "cwd is not text (" + *why + "): give a \"cwd\" in a JSON request"});
   struct stat st{};
   if (::stat(spec.cwd.c_str(), &st) != 0) return done(error_from_errno(errno, "cwd '" + spec.cwd + "'"));
   if (!S_ISDIR(st.st_mode)) return done(Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"});
@@ -887,7 +892,13 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   }
   json sj = spec_to_json(spec);
   sj["bgId"] = id;
-  if (auto w = write_file_atomic(s->tmp_dir + "/spec.json", sj.dump() + "\n"); !w) return fail_early(w.error());
+  std::string spec_text;
+  try {
+    spec_text = sj.dump() + "\n";
+  } catch (const json::exception& e) {  // a string that is not UTF-8, from a library caller
+    return fail_early(Error{Errc::invalid_argument, std::string("the request cannot be recorded: ") + e.what()});
+  }
+  if (auto w = write_file_atomic(s->tmp_dir + "/spec.json", spec_text); !w) return fail_early(w.error());
 
   // One exec argument may hold at most 128 KiB (MAX_ARG_STRLEN): longer
   // shell text runs from a file, kept until the record is removed.
@@ -1029,7 +1040,10 @@ void Supervisor::Impl::start_report(std::uint64_t token) {
     }
     auto ok = PendingLaunch::parse(*line, "ok");
     if (!ok) {
-      s.let_go = false;  // the monitor said why the exec failed: nothing runs
+      // Only the monitor's own "err" report says that nothing runs; EOF or
+      // garbage (a monitor killed after the go) may leave an exec'd
+      // command, which giving up must then kill.
+      if (line->rfind("err ", 0) == 0) s.let_go = false;
       return start_fail(token, ok.error());
     }
     return start_commit(token);

@@ -51,12 +51,12 @@ const std::vector<BadRequest>& bad_requests() {
       {"cwd not a directory", R"({"cmd": "true", "cwd": "%T/plainfile"})", ENOTDIR},
       {"argv[0] not found", R"({"argv": ["%T/no-such-program"]})", ENOENT},
       {"argv[0] not executable", R"({"argv": ["%T/plainfile"]})", EACCES},
-      {"argv[0] random bytes", R"({"argv": ["%T/random-bytes"]})", ENOEXEC},
-      {"argv[0] an ELF for another machine", R"({"argv": ["%T/foreign-elf"]})", ENOEXEC},
-      {"argv[0] a broken ELF", R"({"argv": ["%T/broken-elf"]})", ENOEXEC},
-      {"argv[0] a script without #!", R"({"argv": ["%T/no-hashbang", "arg"]})", ENOEXEC},
+      {"argv[0] random bytes", R"({"argv": ["%T/random-bytes"]})", EACCES},
+      {"argv[0] an ELF for another machine", R"({"argv": ["%T/foreign-elf"]})", EACCES},
+      {"argv[0] a broken ELF", R"({"argv": ["%T/broken-elf"]})", EACCES},
+      {"argv[0] a script without #!", R"({"argv": ["%T/no-hashbang", "arg"]})", EACCES},
       {"argv[0] found in PATH, not a program", R"({"argv": ["no-hashbang"], "env": {"PATH": "/nonexistent:%T"}})",
-       ENOEXEC},
+       EACCES},
       {"name taken", R"({"cmd": "true", "name": "taken"})", EEXIST},
       {"empty plain-text command", "\n", EINVAL},
   };
@@ -70,7 +70,7 @@ class ErrorsTest : public SbxfsTest {
     if (HasFatalFailure()) return;
     ASSERT_EQ(write_file(dir_ + "/plainfile", "not a program\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
     ::chmod((dir_ + "/plainfile").c_str(), 0644);
-    // Executable files the kernel refuses to run (ENOEXEC). Run through a
+    // Executable files the kernel refuses to run (execve: ENOEXEC; the tree: EACCES). Run through a
     // shell (execvp's fallback), the script would leave %T/ran behind.
     std::string random_bytes;
     for (int i = 0; i < 512; ++i) random_bytes += static_cast<char>((i * 151 + 7) & 0xff);
@@ -160,7 +160,8 @@ print(json.dumps(res))
 TEST_F(ErrorsTest, ArgvNotAProgramRunsNoShell) {
   auto r = bash("echo \"$REQ\" > \"$MNT/cmd\"", 10, {{"REQ", R"({"argv": [")" + dir_ + R"(/no-hashbang"]})"}});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("write error: Exec format error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("write error: Permission denied"), std::string::npos) << r.err;
+  EXPECT_NE(errors().back()["error"].get<std::string>().find("Exec format error"), std::string::npos);
   const std::string why = errors().back()["error"];
   EXPECT_NE(why.find("no-hashbang"), std::string::npos) << why;
   EXPECT_NE(why.find("no shell"), std::string::npos) << why;
@@ -379,6 +380,21 @@ TEST_F(SecretsFileTest, ValuesAreMaskedEverywhere) {
   EXPECT_EQ(write_file(p("cmd"), R"({"cmd": "echo )" + secret + R"(", "bogus": 1})" "\n"), EINVAL);
   auto raw = file("errors");
   EXPECT_EQ(raw.find(secret), std::string::npos) << raw;
+}
+
+
+// The writer's working directory is the default cwd; one whose name is not
+// UTF-8 cannot be recorded (records are JSON): EINVAL, nothing is claimed,
+// and the same open file takes the next request.
+TEST_F(ErrorsTest, AWorkingDirectoryThatIsNotTextIsRefusedCleanly) {
+  auto r = bash("d=\"$T/caf$(printf '\\351')\"; mkdir \"$d\" && cd \"$d\" && exec 3<>\"$MNT/cmd\" && "
+                "{ echo true >&3 || echo refused; read -r a <&3; echo \"$a\"; "
+                "printf '%s\\n' '{\"cmd\": \"true\", \"cwd\": \"/\"}' >&3 && read -r b <&3 && echo \"started $b\"; }");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("refused"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("error: EINVAL: cwd is not text"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("started "), std::string::npos) << "the next request on the same file: " << r.out << r.err;
+  EXPECT_NE(errors().back()["error"].get<std::string>().find("cwd is not text"), std::string::npos);
 }
 
 }  // namespace
