@@ -69,12 +69,19 @@ Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
     box_steps_ = std::make_unique<sup::BoxSteps>(dir, cfg_.keep_steps);
   }
   ended_subscription_ = sup_.subscribe([this](const sup::Event& ev) {
-    if (ev.kind != sup::Event::Kind::ended) return;
-    const std::optional<sup::CommandStatus> st = sup_.status(ev.bg_id, sup::CpuFigure::skip);
-    if (!st) return;
-    const std::optional<std::int64_t> at = sup::iso_to_ms(st->finished_at);
-    box_steps_->complete_ended(st->bg_id, st->exit_code, st->signal, st->timed_out, at ? *at : sup::now_ms());
+    if (ev.kind == sup::Event::Kind::ended) complete_steps(ev.bg_id);
   });
+  // Commands that ended while no daemon ran send no event: complete their
+  // steps now (and forget those of records that are gone).
+  for (const std::string& id : box_steps_->open_ids()) complete_steps(id);
+}
+
+void Filesystem::complete_steps(const std::string& id) {
+  const std::optional<sup::CommandStatus> st = sup_.status(id, sup::CpuFigure::skip);
+  if (!st) return box_steps_->drop_open(id);
+  if (st->running) return;
+  const std::optional<std::int64_t> at = sup::iso_to_ms(st->finished_at);
+  box_steps_->complete_ended(st->bg_id, st->exit_code, st->signal, st->timed_out, at ? *at : sup::now_ms());
 }
 
 void Filesystem::remember(const sup::CommandStatus& st) {
@@ -140,8 +147,10 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
     step.note = mask(st->note, id);
     step.client = st->client;
   }
-  // A stop of a command that has ended already is done at once.
+  // A stop of a command that has ended already is done at once. A new run
+  // of a slot: steps of an earlier run still open belong to no end to come.
   const bool until_end = (step.kind == "start" || step.kind == "stop") && st && st->running;
+  if (step.kind == "start") box_steps_->drop_open(id);
   box_steps_->add(std::move(step), until_end);
 }
 

@@ -132,6 +132,8 @@ class Filesystem {
 
  private:
   void remember(const sup::CommandStatus& st);
+  /// The box's steps of command `id` learn its end, if it has ended.
+  void complete_steps(const std::string& id);
 
   sup::Supervisor& sup_;
   const Config cfg_;

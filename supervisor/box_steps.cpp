@@ -231,6 +231,19 @@ void BoxSteps::complete_ended(const std::string& bg_id, std::optional<int> exit_
   open_.erase(it);
 }
 
+std::vector<std::string> BoxSteps::open_ids() const {
+  std::lock_guard g(mu_);
+  std::vector<std::string> out;
+  out.reserve(open_.size());
+  for (const auto& [id, steps] : open_) out.push_back(id);
+  return out;
+}
+
+void BoxSteps::drop_open(const std::string& bg_id) {
+  std::lock_guard g(mu_);
+  open_.erase(bg_id);
+}
+
 json BoxSteps::latest() const {
   json out = json::array();
   std::lock_guard g(mu_);

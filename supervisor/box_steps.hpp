@@ -68,6 +68,13 @@ class BoxSteps {
   void complete_ended(const std::string& bg_id, std::optional<int> exit_code, const std::string& signal,
                       bool timed_out, std::int64_t ended_at_ms);
 
+  /// The bgIds with steps waiting for their command's end (after open():
+  /// those of the last two days), for a caller that knows which have ended.
+  std::vector<std::string> open_ids() const;
+  /// Forgets the open steps of `bg_id` (its record is gone, or a new run of
+  /// the slot begins): they stay as they are.
+  void drop_open(const std::string& bg_id);
+
   /// The last kShown steps, oldest first.
   nlohmann::json latest() const;
   /// Every kept step, oldest first, as a JSON array (read from the files).

@@ -204,6 +204,20 @@ TEST_F(SharingTest, StepsCarryTheSeedsFieldsAndSurviveARestart) {
   EXPECT_EQ(stop["signal"], "SIGTERM");
 }
 
+TEST_F(SharingTest, AStartThatEndedWhileNoDaemonRanIsCompletedByTheNext) {
+  const std::string id = start("while [ ! -e \"$T/go2\" ]; do sleep 0.02; done; exit 4");
+  ASSERT_TRUE(is_auto_id(id));
+  kill_daemon(SIGKILL);
+  ASSERT_EQ(write_file(dir_ + "/go2", "", O_WRONLY | O_CREAT), 0);
+  // The monitor records the end in the state directory while no daemon runs.
+  ASSERT_TRUE(wait_until([&] { return stat_errno(state_ + "/procs/" + id + "/exit.json") == 0; }, 10s));
+  ASSERT_TRUE(start_daemon());
+  json s = step_of(parse_json(file("steps.json")), id, "start");
+  EXPECT_EQ(s["exitCode"], 4) << s.dump();
+  EXPECT_EQ(s["ok"], false);
+  EXPECT_TRUE(s["ms"].is_number()) << s.dump();
+}
+
 class StepsKeptBrieflyTest : public SharingTest {
  protected:
   StepsKeptBrieflyTest() { daemon_options_ = {"-o", "keep_steps_sec=1"}; }
