@@ -215,6 +215,7 @@ int run(Options& opts) {
   cfg.wait_timeout = std::chrono::seconds(opts.wait_timeout_sec);
   cfg.max_request = opts.max_request;
   cfg.output_max = opts.output_max;
+  cfg.log_max = opts.log_max;
   cfg.allow_other = opts.allow_other;
   auto fs = std::make_unique<Filesystem>(*supervisor, std::move(cfg));
   fs_slot = fs.get();
@@ -231,6 +232,7 @@ int run(Options& opts) {
   }
   fuse_log(FUSE_LOG_NOTICE, "sbxfs: mounted at %s\n", mountpoint.c_str());
   launcher.ready();
+  fs->invalidator().start(se);
   (void)!::chdir("/");  // hold no directory busy
 
   fuse_loop_config* loop = fuse_loop_cfg_create();

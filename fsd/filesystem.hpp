@@ -17,9 +17,12 @@
 
 #include "fsd/activity_log.hpp"
 #include "fsd/box_report.hpp"
+#include "fsd/entry_invalidator.hpp"
 #include "fsd/error_log.hpp"
+#include "fsd/file_params.hpp"
 #include "fsd/inode.hpp"
 #include "fsd/open_handles.hpp"
+#include "fsd/param_nodes.hpp"
 #include "fsd/parked_requests.hpp"
 #include "fsd/step_store.hpp"
 #include "supervisor/supervisor.hpp"
@@ -32,6 +35,12 @@ struct Config {
   std::size_t max_request = std::size_t{4} << 20;  ///< bytes of one request to `cmd`
   bool allow_other = false;                     ///< users see and run only their own commands
   std::size_t output_max = std::size_t{1} << 20;  ///< bytes of each stream in procs/ID/output
+  std::uint64_t log_max = 0;                    ///< the supervisor's log_max (0: no limit)
+
+  /// The bounds of file-name parameters these options set.
+  ParamLimits param_limits() const {
+    return ParamLimits{static_cast<std::int64_t>(wait_timeout.count()), static_cast<std::int64_t>(log_max)};
+  }
 };
 
 /// Who sent a request (fuse_req_ctx) and that process's session id.
@@ -46,11 +55,18 @@ struct Requester {
   std::string cwd() const;
 };
 
-/// An inode mapped back: which file, and for a command's files a snapshot of its record.
+/// An inode mapped back: which file, and for a command's files a snapshot of
+/// its record; for a name with parameters (`wait,timeoutSec=5`), those.
 struct Node {
   Kind kind;
   fuse_ino_t ino = 0;
   std::optional<sup::CommandStatus> record;
+  std::shared_ptr<const FileParams> params = nullptr;  ///< null: the plain name
+
+  const FileParams& keys() const {
+    static const FileParams none;
+    return params ? *params : none;
+  }
 
   const std::string& id() const { return record->bg_id; }
 };
@@ -71,6 +87,8 @@ class Filesystem {
   ActivityLog& activity() { return activity_; }
   WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
   StepStore& steps() { return steps_; }
+  ParamNodes& param_nodes() { return param_nodes_; }
+  EntryInvalidator& invalidator() { return invalidator_; }
 
   /// Adds an action done through the tree to the activity log (root
   /// status.json `steps`): `summary` and the note masked, cwd and note from
@@ -95,19 +113,24 @@ class Filesystem {
   bool mine(const sup::CommandStatus& st, const Requester& reader) const;
   /// One command's status.json: the record plus logPath and mine, strings masked.
   nlohmann::json record_json(const sup::CommandStatus& st, const Requester& reader) const;
-  /// The last 4096 bytes of the command's log, secrets masked.
-  std::string log_tail(const sup::CommandStatus& st) const;
+  /// The last `bytes` bytes of the command's log, secrets masked.
+  std::string log_tail(const sup::CommandStatus& st, std::size_t bytes = kDefaultTailBytes) const;
+  static constexpr std::size_t kDefaultTailBytes = 4096;
   std::string mask(std::string_view text, const std::string& id) const { return sup_.mask(text, id); }
 
   /// Answers every parked request, then frees the files left open; called
   /// once the FUSE loop has ended.
   void shutdown() {
+    invalidator_.stop();
     parked_.shutdown();
     handles_.clear();
   }
 
  private:
   void remember(const sup::CommandStatus& st);
+  sup::Result<Node> resolve_record(fuse_ino_t ino, Kind kind, std::uint64_t serial, const Requester& who);
+  /// resolve() of a name with parameters (an inode of param_nodes_).
+  sup::Result<Node> resolve_param(fuse_ino_t ino, const Requester& who);
 
   sup::Supervisor& sup_;
   const Config cfg_;
@@ -118,6 +141,8 @@ class Filesystem {
   ActivityLog activity_;
   WorkDirSizes work_dir_sizes_;
   StepStore steps_;
+  ParamNodes param_nodes_;
+  EntryInvalidator invalidator_{std::chrono::seconds(1)};
 
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_

@@ -52,6 +52,47 @@ const timespec& mount_time() {
 
 sup::Error no_such_file() { return sup::Error{sup::Errc::not_found, "no such file"}; }
 
+/// The kind of the tree's file `name` in `dir`; nullopt when `dir` has none such.
+template <std::size_t N>
+std::optional<Kind> kind_named(const FileSpec (&files)[N], std::string_view name) {
+  for (const FileSpec& f : files)
+    if (name == f.name) return f.kind;
+  return std::nullopt;
+}
+
+/// A name with parameters, `FILE,KEYS`, where FILE is a file of `parent`:
+/// its node (a ParamNodes inode, one more lookup counted), or EINVAL with a
+/// line in `errors` when a key is wrong. nullopt when `name` is not of
+/// that form (then it is no file of the tree, or a plain one).
+std::optional<sup::Result<Node>> lookup_with_params(Filesystem& fs, const Node& parent, std::string_view name) {
+  const auto split = split_param_name(name);
+  if (!split) return std::nullopt;
+  const auto [file, keys] = *split;
+  std::optional<Kind> kind;
+  ParamDir dir = ParamDir::root;
+  std::string path(name);
+  if (parent.kind == Kind::root) {
+    kind = kind_named(kRootFiles, file);
+  } else if (parent.kind == Kind::record_dir) {
+    kind = kind_named(kRecordFiles, file);
+    dir = ParamDir::record;
+    path = "procs/" + parent.id() + "/" + path;
+  }
+  if (!kind) return std::nullopt;
+  sup::Result<FileParams> params = parse_file_params(file, find_param_file(dir, file), keys, fs.config().param_limits());
+  if (!params) {
+    fs.errors().add(path, EINVAL, params.error().message, name, parent.record ? parent.id() : "");
+    return sup::Result<Node>(params.error());
+  }
+  Node node = parent.record ? fs.node_of(*parent.record, *kind) : Node{*kind, fixed_ino(*kind), std::nullopt};
+  node.ino = fs.param_nodes().acquire(parent.record ? parent.record->serial : 0, *kind, *params);
+  node.params = std::make_shared<const FileParams>(std::move(params.value()));
+  // The kernel would keep this name (and its inode, and our entry) until
+  // memory runs short: have it dropped soon.
+  fs.invalidator().schedule(parent.ino, std::string(name));
+  return sup::Result<Node>(std::move(node));
+}
+
 }  // namespace
 
 mode_t mode_of(Kind kind) {
@@ -74,7 +115,12 @@ double timeout_of(Kind kind) { return is_record_kind(kind) ? 0.0 : 1.0; }
 
 double attr_timeout_of(Kind kind) { return kind == Kind::record_dir ? 1.0 : timeout_of(kind); }
 
+double timeout_of(const Node& node) { return node.params ? 0.0 : timeout_of(node.kind); }
+
+double attr_timeout_of(const Node& node) { return node.params ? 0.0 : attr_timeout_of(node.kind); }
+
 sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who) {
+  if (std::optional<sup::Result<Node>> with_params = lookup_with_params(fs, parent, name)) return *with_params;
   switch (parent.kind) {
     case Kind::root:
       for (const FileSpec& f : kRootFiles)

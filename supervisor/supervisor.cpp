@@ -25,6 +25,7 @@
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_launcher.hpp"
 #include "supervisor/proc_tree.hpp"
+#include "supervisor/reader_probes.hpp"
 #include "supervisor/readiness_probe.hpp"
 #include "supervisor/record_files.hpp"
 #include "supervisor/secrets.hpp"
@@ -172,6 +173,7 @@ struct Supervisor::Impl {
   std::uint64_t next_token = 1;                               // guarded by listeners_mu
 
   std::map<std::string, std::shared_ptr<ReadinessProbe>> probes;  // loop thread only
+  std::unique_ptr<ReaderProbes> reader_probes;                     // made with the loop
 
   std::unique_ptr<MonitorLauncher> launcher;
   std::unique_ptr<EventLoop> loop;  // last: destroyed first, so no callback outlives the rest
@@ -313,7 +315,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
     s.dropped_bytes = r.ended ? r.dropped : dropped_bytes(dir).value_or(0);
   }
   if (r.ready_cond) {
-    s.ready_condition = r.ready_cond->describe();
+    s.ready_when = r.ready_cond->describe();
     s.ready = r.ready;
     s.ready_at = r.ready_at;
   }
@@ -476,6 +478,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
     probe->finish();
     probes.erase(id);
   }
+  reader_probes->finish(id);
   auto text = read_file(dir + "/exit.json");
   if (!text.ok() || !text.value()) {
     finish_unknown(dir, &m, marks);
@@ -557,6 +560,7 @@ void Supervisor::Impl::on_inotify() {
       auto probe = pr->second;
       probe->output();
     }
+    reader_probes->output(id);
     dispatch(Event{Event::Kind::output, id});
   }
   for (auto& id : exited) on_monitor_exit(id);
@@ -720,6 +724,7 @@ Supervisor::~Supervisor() {
   std::promise<void> dropped;
   impl_->loop->post([this, &dropped] {
     impl_->probes.clear();
+    impl_->reader_probes->clear();
     dropped.set_value();
   });
   dropped.get_future().wait();
@@ -741,6 +746,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   if (!impl->inotify) return error_from_errno(errno, "inotify_init1");
   try {
     impl->loop = std::make_unique<EventLoop>();
+    impl->reader_probes = std::make_unique<ReaderProbes>(*impl->loop);
   } catch (const std::exception& e) {
     return Error{Errc::try_again, e.what()};
   }
@@ -1011,6 +1017,26 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
   I.loop->post([&I, id] { I.start_probe(id); });
   return Ok{};
 }
+
+Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const ReadyCondition& c,
+                                                   std::function<void()> on_ready) {
+  Impl& I = *impl_;
+  auto running = [&I, id] {
+    std::lock_guard g(I.mu);
+    auto it = I.records.find(id);
+    return it != I.records.end() && !it->second.slot && !it->second.ended;
+  };
+  {
+    std::lock_guard g(I.mu);
+    auto it = I.records.find(id);
+    if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
+    if (it->second.slot) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
+    if (it->second.ended) return Error{Errc::no_such_process, "'" + id + "' has ended"};
+  }
+  return I.reader_probes->add(id, c, I.dir_of(id) + "/log", std::move(on_ready), running);
+}
+
+void Supervisor::cancel_probe(std::uint64_t token) { impl_->reader_probes->cancel(token); }
 
 Status Supervisor::remove(const std::string& id) {
   Impl& I = *impl_;

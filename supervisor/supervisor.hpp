@@ -19,6 +19,7 @@
 #include "supervisor/error.hpp"
 #include "supervisor/retention.hpp"
 #include "supervisor/log_limit.hpp"
+#include "supervisor/ready_condition.hpp"
 #include "supervisor/spec.hpp"
 
 namespace sup {
@@ -89,6 +90,15 @@ class Supervisor {
   /// Sets or replaces the ready condition of a running command; probing
   /// restarts (a log condition searches from the start of the log).
   Status set_ready(const std::string& id, const ReadyCondition& c);
+  /// Probes `c` on running command `id` for one reader alone: the record's
+  /// own condition and its ready/readyAt stay as they are. `on_ready` runs at
+  /// most once, on the event thread, when `c` holds; never after
+  /// cancel_probe() of the token returned; it must not call cancel_probe().
+  /// Ended or never started: no_such_process. Each token must be cancelled.
+  Result<std::uint64_t> probe_for_reader(const std::string& id, const ReadyCondition& c,
+                                         std::function<void()> on_ready);
+  /// Ends the probe of probe_for_reader(); waits for an on_ready under way.
+  void cancel_probe(std::uint64_t token);
   /// Removes an ended command's (or empty slot's) record and logs; busy while running.
   Status remove(const std::string& id);
 
