@@ -334,5 +334,13 @@ TEST_F(FileParamsTest, TenThousandNamesAreForgotten) {
   EXPECT_EQ(file("procs/" + id + "/tail,tailBytes=6"), "20000\n");
 }
 
+TEST_F(FileParamsTest, TheTreesReadmeTeachesTheNames) {
+  const std::string readme = file("README");
+  for (const char* name : {"procs/ID/wait,timeoutSec=N,tailBytes=N", "readyPort=N", "procs/ID/output,timeoutSec=N,maxBytes=N",
+                           "procs/ID/tail,tailBytes=N", "procs/ID/status.json,tailBytes=N", "status.json,all",
+                           "status.json,tailBytes=N", "EINVAL", "(1..30)"})
+    EXPECT_NE(readme.find(name), std::string::npos) << name;
+}
+
 }  // namespace
 }  // namespace sbxit
