@@ -34,7 +34,14 @@ constexpr ParamFile kFiles[] = {
 
 sup::Error bad(std::string message) { return sup::Error{sup::Errc::invalid_argument, std::move(message)}; }
 
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string quoted(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '\'';
+  out += s;
+  out += '\'';
+  return out;
+}
 
 /// What a key of `row` looks like when given right ("timeoutSec=N", "all").
 std::string usage(const ParamKey& k) {

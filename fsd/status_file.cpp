@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "fsd/files.hpp"
+#include "fsd/json_object_writer.hpp"
 
 namespace fsd {
 
@@ -24,41 +25,40 @@ constexpr const char* kHintAll =
     "every command, oldest first; procs/ID/status.json is one record; write a shell command (or a JSON "
     "request) to cmd to start one, procs/ID/output blocks until it has ended and gives its output; see README";
 
+/// Stands for the list in the dump.
+constexpr const char* kProcsMark = "\x01procs\x01";
+
 /// Working directories measured at most (those of the oldest commands).
 constexpr std::size_t kMaxWorkDirs = 8;
 
-nlohmann::json null_if_empty(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
-
-/// An entry of the root list: the seed's fields where they apply (how it
-/// ended once it has; the condition when it has one). The record's note
-/// and cmd come masked with its secrets already.
-nlohmann::json proc_summary(Filesystem& fs, const sup::CommandStatus& st, const Requester& reader) {
-  const Config& cfg = fs.config();
-  nlohmann::json j = {
-      {"bgId", st.bg_id},
-      {"running", st.running},
-      {"state", st.state},
-      {"note", st.note},
-      {"cmd", st.cmd},
-      {"cwd", st.cwd},
-      {"pid", st.pid > 0 ? nlohmann::json(st.pid) : nlohmann::json(nullptr)},
-      {"startedAt", null_if_empty(st.started_at)},
-      {"logPath", cfg.mountpoint + "/procs/" + st.bg_id + "/log"},
-      {"mine", fs.mine(st, reader)},
-      {"cpu", st.cpu},
-  };
+/// An entry of the root list, on one line: the seed's fields where they
+/// apply (how it ended once it has; the condition when it has one), and
+/// `logTail` when asked for. The record's note and cmd come masked with its
+/// secrets already. Written without a nlohmann::json per entry:
+/// status.json,all lists thousands.
+void proc_summary(std::string& out, Filesystem& fs, const sup::CommandStatus& st, const Requester& reader,
+                  std::optional<std::int64_t> tail_bytes) {
+  JsonObjectWriter w(out);
+  w.str("bgId", st.bg_id)
+      .boolean("running", st.running)
+      .str("state", st.state)
+      .str("note", st.note)
+      .str("cmd", st.cmd)
+      .str("cwd", st.cwd)
+      .num_or_null("pid", st.pid > 0 ? std::optional<std::int64_t>(st.pid) : std::nullopt)
+      .str_or_null("startedAt", st.started_at)
+      .str("logPath", fs.config().mountpoint + "/procs/" + st.bg_id + "/log")
+      .boolean("mine", fs.mine(st, reader))
+      .num("cpu", st.cpu);
   if (!st.running) {
-    j["exitCode"] = st.exit_code ? nlohmann::json(*st.exit_code) : nlohmann::json(nullptr);
-    j["signal"] = null_if_empty(st.signal);
-    j["endReason"] = null_if_empty(st.end_reason);
-    j["finishedAt"] = null_if_empty(st.finished_at);
+    w.num_or_null("exitCode", st.exit_code ? std::optional<std::int64_t>(*st.exit_code) : std::nullopt)
+        .str_or_null("signal", st.signal)
+        .str_or_null("endReason", st.end_reason)
+        .str_or_null("finishedAt", st.finished_at);
   }
-  if (!st.ready_when.empty()) {
-    j["readyWhen"] = st.ready_when;
-    j["ready"] = st.ready;
-    j["readyAt"] = null_if_empty(st.ready_at);
-  }
-  return j;
+  if (!st.ready_when.empty()) w.str("readyWhen", st.ready_when).boolean("ready", st.ready).str_or_null("readyAt", st.ready_at);
+  if (tail_bytes) w.str("logTail", fs.log_tail(st, static_cast<std::size_t>(*tail_bytes)));
+  w.close();
 }
 
 /// The commands of the root list: running ones, or with `all` every
@@ -89,12 +89,15 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
   std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
     return a->started_at < b->started_at;
   });
-  nlohmann::json procs = nlohmann::json::array();
+  // The list is spliced into the dump below in place of kProcsMark, one
+  // entry a line, indented as the dump indents.
+  std::string procs = "[";
+  procs.reserve(order.size() * (tail_bytes ? 512 + static_cast<std::size_t>(*tail_bytes) : 512));
   std::vector<std::string> work_dirs;
   for (const sup::CommandStatus* p : order) {
     const sup::CommandStatus& st = *p;
-    procs.push_back(proc_summary(fs, st, reader));
-    if (tail_bytes) procs.back()["logTail"] = fs.log_tail(st, static_cast<std::size_t>(*tail_bytes));
+    procs += procs.size() == 1 ? "\n    " : ",\n    ";
+    proc_summary(procs, fs, st, reader, tail_bytes);
     if (!st.running) continue;  // only running commands' folders are measured
     if (work_dirs.size() < kMaxWorkDirs && !st.cwd.empty() &&
         std::find(work_dirs.begin(), work_dirs.end(), st.cwd) == work_dirs.end())
@@ -103,6 +106,7 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
   nlohmann::json measured = nlohmann::json::array();
   nlohmann::json not_measured = nlohmann::json::array();
   fs.work_dir_sizes().report(work_dirs, measured, not_measured);
+  procs += procs.size() == 1 ? "]" : "\n  ]";
   const nlohmann::json j = {
       {"supervisor",
        {{"version", SBX_VERSION},
@@ -111,7 +115,7 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
         {"mountpoint", fs.config().mountpoint},
         {"stateDir", info.state_dir},
         {"paramNodes", fs.param_nodes().size()}}},
-      {"procs", std::move(procs)},
+      {"procs", kProcsMark},
       {"finished", finished},
       {"hint", all ? kHintAll : kHint},
       {"steps", fs.activity().to_json()},
@@ -121,7 +125,12 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
       {"workDirSizes", std::move(measured)},
       {"notMeasured", std::move(not_measured)},
   };
-  return dump_json(j);
+  std::string text = dump_json(j);
+  // With its key: the quotes around it are the dump's own, never in a string.
+  const std::string mark = "\"procs\": " + nlohmann::json(kProcsMark).dump();
+  if (const std::size_t at = text.find(mark); at != std::string::npos)
+    text.replace(at, mark.size(), "\"procs\": " + procs);
+  return text;
 }
 
 }  // namespace

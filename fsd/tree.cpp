@@ -60,37 +60,41 @@ std::optional<Kind> kind_named(const FileSpec (&files)[N], std::string_view name
   return std::nullopt;
 }
 
-/// A name with parameters, `FILE,KEYS`, where FILE is a file of `parent`:
-/// its node (a ParamNodes inode, one more lookup counted), or EINVAL with a
-/// line in `errors` when a key is wrong. nullopt when `name` is not of
-/// that form (then it is no file of the tree, or a plain one).
-std::optional<sup::Result<Node>> lookup_with_params(Filesystem& fs, const Node& parent, std::string_view name) {
-  const auto split = split_param_name(name);
-  if (!split) return std::nullopt;
-  const auto [file, keys] = *split;
-  std::optional<Kind> kind;
-  ParamDir dir = ParamDir::root;
-  std::string path(name);
-  if (parent.kind == Kind::root) {
-    kind = kind_named(kRootFiles, file);
-  } else if (parent.kind == Kind::record_dir) {
-    kind = kind_named(kRecordFiles, file);
-    dir = ParamDir::record;
-    path = "procs/" + parent.id() + "/" + path;
-  }
-  if (!kind) return std::nullopt;
+/// The node of `name`, FILE,KEYS with FILE a file of `parent` of kind `kind`
+/// (in `dir`): a ParamNodes inode, one more lookup counted; EINVAL with a
+/// line in `errors` when a key is wrong.
+sup::Result<Node> param_node(Filesystem& fs, const Node& parent, Kind kind, ParamDir dir, std::string_view name) {
+  const auto [file, keys] = *split_param_name(name);
   sup::Result<FileParams> params = parse_file_params(file, find_param_file(dir, file), keys, fs.config().param_limits());
   if (!params) {
-    fs.errors().add(path, EINVAL, params.error().message, name, parent.record ? parent.id() : "");
-    return sup::Result<Node>(params.error());
+    const std::string id = parent.record ? parent.id() : "";
+    fs.errors().add(id.empty() ? std::string(name) : "procs/" + id + "/" + std::string(name), EINVAL,
+                    params.error().message, name, id);
+    return params.error();
   }
-  Node node = parent.record ? fs.node_of(*parent.record, *kind) : Node{*kind, fixed_ino(*kind), std::nullopt};
-  node.ino = fs.param_nodes().acquire(parent.record ? parent.record->serial : 0, *kind, *params);
+  Node node = parent.record ? fs.node_of(*parent.record, kind) : Node{kind, fixed_ino(kind), std::nullopt};
+  node.ino = fs.param_nodes().acquire(parent.record ? parent.record->serial : 0, kind, *params);
   node.params = std::make_shared<const FileParams>(std::move(params.value()));
   // The kernel would keep this name (and its inode, and our entry) until
   // memory runs short: have it dropped soon.
   fs.invalidator().schedule(parent.ino, std::string(name));
-  return sup::Result<Node>(std::move(node));
+  return node;
+}
+
+/// A name with parameters, `FILE,KEYS`, where FILE is a file of `parent`:
+/// its node or EINVAL (param_node). nullopt when `name` is not of that form
+/// (then it is no file of the tree, or a plain one).
+std::optional<sup::Result<Node>> lookup_with_params(Filesystem& fs, const Node& parent, std::string_view name) {
+  const auto split = split_param_name(name);
+  if (!split) return std::nullopt;
+  if (parent.kind == Kind::root) {
+    if (const std::optional<Kind> kind = kind_named(kRootFiles, split->first))
+      return param_node(fs, parent, *kind, ParamDir::root, name);
+  } else if (parent.kind == Kind::record_dir) {
+    if (const std::optional<Kind> kind = kind_named(kRecordFiles, split->first))
+      return param_node(fs, parent, *kind, ParamDir::record, name);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
