@@ -137,23 +137,25 @@ class CmdHandle : public Handle {
   /// Validates and starts the buffered request; returns 0 or the errno. The
   /// answer is served from file offset `ok_at` (started) or `err_at` (rejected). Holds mu_.
   int run(fuse_req_t req, off_t ok_at, off_t err_at) {
-    const Requester who = Requester::of(req);
+    Requester who = Requester::of(req);
+    who.load_client();  // once per request
     sup::Result<sup::StartSpec> spec = sup::parse_request(buf_, who.cwd());
-    if (!spec) return finish_rejected(to_errno(spec.error().code), spec.error().message, err_at);
+    if (!spec) return finish_rejected(to_errno(spec.error().code), spec.error().message, err_at, &who);
     if (!slot_.empty()) {
       if (!spec->name.empty() && spec->name != slot_)
         return finish_rejected(
-            EINVAL, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd", err_at);
+            EINVAL, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd", err_at, &who);
       spec->name = slot_;
     }
     spec->requester_sid = who.sid;
+    spec->requester_client = who.client;
     // Where sbx-step finds the tree (SBX_BGID is set by the supervisor).
     spec->env.try_emplace("SBX_MOUNT", fs_.config().mountpoint);
     spec->requester_uid = who.uid;
     if (fs_.config().allow_other) spec->run_as = credentials(req, who);
     const sup::Result<sup::CommandStatus> st =
         fs_.sup().start(*spec, slot_.empty() ? sup::StartMode::new_only : sup::StartMode::reuse_slot);
-    if (!st) return finish_rejected(to_errno(st.error().code), st.error().message, err_at);
+    if (!st) return finish_rejected(to_errno(st.error().code), st.error().message, err_at, &who);
     fs_.node_of(*st, Kind::record_dir);  // learn its serial now
     fs_.note_action("start", st->cmd_full, st->bg_id, &*st);
     finish(st->bg_id + "\n", ok_at);
@@ -162,12 +164,14 @@ class CmdHandle : public Handle {
 
   /// The reason (which may quote the request: a cwd, a key) and the request
   /// are shown with the request's own secrets masked, then the global ones.
-  int finish_rejected(int err, const std::string& reason, off_t at) {
+  /// `who` (null: unknown) also gets a refused step in the box's steps.
+  int finish_rejected(int err, const std::string& reason, off_t at, const Requester* who = nullptr) {
     const std::vector<std::string> secrets = request_secrets(buf_);
     std::string rejected = buf_;
     const std::string shown = fs_.errors().add(slot_.empty() ? "cmd" : "procs/" + slot_ + "/cmd", err,
                                                sup::mask_secrets(reason, secrets),
                                                sup::mask_secrets(buf_, secrets), slot_);
+    if (who) fs_.note_refused_start(fs_.mask(sup::mask_secrets(buf_, secrets), slot_), err, shown, *who);
     finish(std::string("error: ") + errno_name(err) + ": " + shown + "\n", at);
     rejected_ = std::move(rejected);
     rejected_err_ = err;

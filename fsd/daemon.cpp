@@ -201,6 +201,7 @@ int run(Options& opts) {
   sopts.retention.keep = opts.keep_ended;
   sopts.retention.max_age = std::chrono::seconds(opts.keep_ended_sec);
   sopts.max_running = opts.max_running;
+  sopts.max_running_per_user = opts.max_running_per_user;
   sopts.log_max = opts.log_max;
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
   if (!opened) return fail(opened.error().message);
@@ -217,6 +218,7 @@ int run(Options& opts) {
   cfg.output_max = opts.output_max;
   cfg.log_max = opts.log_max;
   cfg.allow_other = opts.allow_other;
+  cfg.keep_steps = std::chrono::seconds(opts.keep_steps_sec);
   auto fs = std::make_unique<Filesystem>(*supervisor, std::move(cfg));
   fs_slot = fs.get();
 

@@ -52,6 +52,11 @@ struct DirHandle : Handle {
   std::vector<DirEntry> entries;
 };
 
+/// Files whose answer says `mine` (for which the reader's SBX_CLIENT is read).
+bool shows_mine(Kind k) {
+  return k == Kind::status || k == Kind::record_status || k == Kind::wait || k == Kind::ready || k == Kind::output;
+}
+
 bool wants_write(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
 bool wants_read(int flags) { return (flags & O_ACCMODE) != O_WRONLY; }
 
@@ -75,6 +80,7 @@ std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Reques
     case Kind::steps_json: return open_steps_json(fs, node);
     case Kind::stop: return open_stop(fs, node);
     case Kind::signal: return open_signal(fs, node);
+    case Kind::box_steps: return open_box_steps(fs);
     default: return nullptr;
   }
 }
@@ -166,9 +172,10 @@ void op_create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*)
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   guarded(req, "open", [&] {
     Filesystem& fs = fs_of(req);
-    const Requester who = Requester::of(req);
+    Requester who = Requester::of(req);
     const sup::Result<Node> node = fs.resolve(ino, who);
     if (!node) return reply_error(req, node.error());
+    if (shows_mine(node->kind)) who.load_client();  // once per open, not per read
     const mode_t mode = mode_of(node->kind);
     if (S_ISDIR(mode)) return (void)fuse_reply_err(req, EISDIR);
     if ((wants_write(fi->flags) && !(mode & 0222)) || (wants_read(fi->flags) && !(mode & 0444)))

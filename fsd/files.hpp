@@ -72,6 +72,9 @@ std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node);
 // signal_file.cpp: a write sends a signal (number or name) to the whole tree.
 std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node);
 
+// box_steps_file.cpp: steps.json at the root, every kept step of the box (snapshot at open).
+std::unique_ptr<Handle> open_box_steps(Filesystem& fs);
+
 // tree.cpp and procs_dir.cpp: names, attributes and directories.
 struct DirEntry {
   std::string name;

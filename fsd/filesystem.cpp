@@ -6,8 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fuse_log.h>
+
+#include "fsd/client_name.hpp"
 #include "fsd/files.hpp"
+#include "fsd/errno_map.hpp"
 #include "fsd/session_key.hpp"
+#include "supervisor/clock.hpp"
 
 namespace fsd {
 
@@ -47,8 +52,27 @@ std::string Requester::cwd() const {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
+void Requester::load_client() { client = client_of(pid); }
+
 Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
-    : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup) {}
+    : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup) {
+  const std::string dir = sup_.info().state_dir + "/steps";
+  sup::Result<std::unique_ptr<sup::BoxSteps>> opened = sup::BoxSteps::open(dir, cfg_.keep_steps);
+  if (opened) {
+    box_steps_ = std::move(opened.value());
+  } else {
+    // Best effort, like every write to it: the tree works without a history.
+    fuse_log(FUSE_LOG_ERR, "sbxfs: the box's steps are not kept: %s\n", opened.error().message.c_str());
+    box_steps_ = std::make_unique<sup::BoxSteps>(dir, cfg_.keep_steps);
+  }
+  ended_subscription_ = sup_.subscribe([this](const sup::Event& ev) {
+    if (ev.kind != sup::Event::Kind::ended) return;
+    const std::optional<sup::CommandStatus> st = sup_.status(ev.bg_id, sup::CpuFigure::skip);
+    if (!st) return;
+    const std::optional<std::int64_t> at = sup::iso_to_ms(st->finished_at);
+    box_steps_->complete_ended(st->bg_id, st->exit_code, st->signal, st->timed_out, at ? *at : sup::now_ms());
+  });
+}
 
 void Filesystem::remember(const sup::CommandStatus& st) {
   std::lock_guard g(mu_);
@@ -112,12 +136,39 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
     looked_up = sup_.status(id);
     if (looked_up) st = &*looked_up;
   }
-  activity_.add(std::move(kind), mask(summary, id), id, st ? st->cwd : "", st ? mask(st->note, id) : "");
+  sup::BoxStep step;
+  step.kind = std::move(kind);
+  step.summary = mask(summary, id);
+  step.bg_id = id;
+  step.ok = true;
+  if (st) {
+    step.cwd = st->cwd;
+    step.note = mask(st->note, id);
+    step.client = st->client;
+  }
+  // A stop of a command that has ended already is done at once.
+  const bool until_end = (step.kind == "start" || step.kind == "stop") && st && st->running;
+  box_steps_->add(std::move(step), until_end);
+}
+
+void Filesystem::note_refused_start(const std::string& request, int err, const std::string& reason,
+                                    const Requester& who) {
+  sup::BoxStep step;
+  step.kind = "start";
+  step.summary = request;
+  step.ok = false;
+  step.error = sup::BoxStep::Refusal{errno_name(err), reason};
+  step.cwd = who.cwd();
+  step.client = who.client;
+  box_steps_->add(std::move(step));
 }
 
 bool Filesystem::mine(const sup::CommandStatus& st, const Requester& reader) const {
-  // Same session; with allow_other, also the same user. 0 is nobody's session.
-  return reader.sid != 0 && reader.sid == st.owner_sid && (!cfg_.allow_other || reader.uid == st.owner_uid);
+  if (cfg_.allow_other && reader.uid != st.owner_uid) return false;
+  // Two named clients (agents' harnesses name one per conversation): the
+  // same name. Otherwise the same session; 0 is nobody's session.
+  if (!reader.client.empty() && !st.client.empty()) return reader.client == st.client;
+  return reader.sid != 0 && reader.sid == st.owner_sid;
 }
 
 nlohmann::json Filesystem::record_json(const sup::CommandStatus& st, const Requester& reader) const {

@@ -15,8 +15,8 @@
 #include <fuse_lowlevel.h>
 #include <nlohmann/json.hpp>
 
-#include "fsd/activity_log.hpp"
 #include "fsd/box_report.hpp"
+#include "fsd/ended_lines.hpp"
 #include "fsd/entry_invalidator.hpp"
 #include "fsd/error_log.hpp"
 #include "fsd/file_params.hpp"
@@ -25,6 +25,7 @@
 #include "fsd/param_nodes.hpp"
 #include "fsd/parked_requests.hpp"
 #include "fsd/step_store.hpp"
+#include "supervisor/box_steps.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace fsd {
@@ -36,6 +37,7 @@ struct Config {
   bool allow_other = false;                     ///< users see and run only their own commands
   std::size_t output_max = std::size_t{1} << 20;  ///< bytes of each stream in procs/ID/output
   std::uint64_t log_max = 0;                    ///< the supervisor's log_max (0: no limit)
+  std::chrono::seconds keep_steps{604800};      ///< the box's steps are kept this long; 0: forever
 
   /// The bounds of file-name parameters these options set.
   ParamLimits param_limits() const {
@@ -49,8 +51,14 @@ struct Requester {
   uid_t uid = 0;
   gid_t gid = 0;
   pid_t sid = 0;  ///< session_key(pid): 0 when the process is gone
+  /// Its SBX_CLIENT (a label for `mine`, never a credential); empty: none,
+  /// or not loaded: of() leaves it empty, load_client() reads it.
+  std::string client;
 
   static Requester of(fuse_req_t req);
+  /// Reads `client` from /proc/PID/environ: once per request written or
+  /// listing opened, never per read.
+  void load_client();
   /// The process's working directory (/proc/PID/cwd); "/" when unknown.
   std::string cwd() const;
 };
@@ -77,6 +85,8 @@ std::string dump_json(const nlohmann::json& j, int indent = 2);
 class Filesystem {
  public:
   Filesystem(sup::Supervisor& sup, Config cfg);
+  Filesystem(const Filesystem&) = delete;
+  Filesystem& operator=(const Filesystem&) = delete;
 
   sup::Supervisor& sup() { return sup_; }
   const Config& config() const { return cfg_; }
@@ -84,17 +94,23 @@ class Filesystem {
   ParkedRequests& parked() { return parked_; }
   OpenHandles& handles() { return handles_; }
   const std::string& readme() const { return readme_; }
-  ActivityLog& activity() { return activity_; }
+  sup::BoxSteps& box_steps() { return *box_steps_; }
   WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
   StepStore& steps() { return steps_; }
   ParamNodes& param_nodes() { return param_nodes_; }
   EntryInvalidator& invalidator() { return invalidator_; }
+  EndedLines& ended_lines() { return ended_lines_; }
 
-  /// Adds an action done through the tree to the activity log (root
-  /// status.json `steps`): `summary` and the note masked, cwd and note from
-  /// `st` (the record as it was; null: looked up by `id`).
+  /// Adds an action done through the tree to the box's steps (root
+  /// status.json `steps`, steps.json): `summary` and the note masked, cwd,
+  /// note and client from `st` (the record as it was; null: looked up by
+  /// `id`). A start or a stop is completed when its command ends (ms, ok,
+  /// exitCode, signal, timedOut).
   void note_action(std::string kind, const std::string& summary, const std::string& id,
                    const sup::CommandStatus* st = nullptr);
+  /// A start refused with `err` (an errno) for `reason`; `request` masked by the caller.
+  void note_refused_start(const std::string& request, int err, const std::string& reason,
+                          const Requester& who);
 
   /// The node of `ino`; ENOENT when it names nothing (any more) or nothing `who` may see.
   sup::Result<Node> resolve(fuse_ino_t ino, const Requester& who);
@@ -109,7 +125,9 @@ class Filesystem {
   /// `who` sees every record: no allow_other, or root.
   bool sees_all(const Requester& who) const { return !cfg_.allow_other || who.uid == 0; }
 
-  /// `mine` of status.json: see sbxfs.5.
+  /// `mine` of status.json: the same SBX_CLIENT when both have one, else
+  /// the same session (and uid under allow_other); see sbxfs.5. `reader`
+  /// must have its client loaded.
   bool mine(const sup::CommandStatus& st, const Requester& reader) const;
   /// One command's status.json: the record plus logPath and mine, strings masked.
   nlohmann::json record_json(const sup::CommandStatus& st, const Requester& reader) const;
@@ -118,10 +136,12 @@ class Filesystem {
   static constexpr std::size_t kDefaultTailBytes = 4096;
   std::string mask(std::string_view text, const std::string& id) const { return sup_.mask(text, id); }
 
-  /// Answers every parked request, then frees the files left open; called
-  /// once the FUSE loop has ended.
+  /// Stops listening to the supervisor, answers every parked request, then
+  /// frees the files left open; called once the FUSE loop has ended, before
+  /// the supervisor goes away.
   void shutdown() {
     invalidator_.stop();
+    sup_.unsubscribe(ended_subscription_);
     parked_.shutdown();
     handles_.clear();
   }
@@ -138,10 +158,12 @@ class Filesystem {
   ErrorLog errors_;
   OpenHandles handles_;  // before parked_: parked requests may point into handles
   ParkedRequests parked_;
-  ActivityLog activity_;
+  std::unique_ptr<sup::BoxSteps> box_steps_;
+  std::uint64_t ended_subscription_ = 0;
   WorkDirSizes work_dir_sizes_;
   StepStore steps_;
   ParamNodes param_nodes_;
+  EndedLines ended_lines_;
   EntryInvalidator invalidator_{std::chrono::seconds(1)};
 
   mutable std::mutex mu_;

@@ -22,6 +22,7 @@ enum class Kind : std::uint8_t {
   errors,
   procs,
   logs,
+  box_steps,  // steps.json at the root
   // Files of one command: the low 5 bits of its inodes.
   record_dir = 16,
   record_cmd,
@@ -40,6 +41,8 @@ enum class Kind : std::uint8_t {
   steps_json,   // procs/ID/steps.json
 };
 
+/// The last fixed kind (its inode is the value itself).
+constexpr Kind kLastFixedKind = Kind::box_steps;
 /// The last kind of a command's files (decode_ino accepts none above it).
 constexpr Kind kLastRecordKind = Kind::steps_json;
 
@@ -58,7 +61,7 @@ constexpr fuse_ino_t record_ino(std::uint64_t serial, Kind k) {
 
 /// The kind (and serial) an inode stands for; nullopt for an inode we never hand out.
 inline std::optional<InodeRef> decode_ino(fuse_ino_t ino) {
-  if (ino >= static_cast<fuse_ino_t>(Kind::root) && ino <= static_cast<fuse_ino_t>(Kind::logs))
+  if (ino >= static_cast<fuse_ino_t>(Kind::root) && ino <= static_cast<fuse_ino_t>(kLastFixedKind))
     return InodeRef{static_cast<Kind>(ino)};
   if (ino < 32) return std::nullopt;
   const unsigned low = static_cast<unsigned>(ino & 31u);

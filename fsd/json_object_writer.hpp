@@ -15,6 +15,9 @@ class JsonObjectWriter {
  public:
   /// Appends to `out`; the object is open until close().
   explicit JsonObjectWriter(std::string& out) : out_(out) { out_ += '{'; }
+  /// Appends more fields of an object begun elsewhere (with at least one field).
+  struct More {};
+  JsonObjectWriter(std::string& out, More) : out_(out), first_(false) {}
 
   JsonObjectWriter& str(std::string_view key, std::string_view value);
   /// A string, or null when it is empty.

@@ -1,11 +1,12 @@
 #pragma once
 // The daemon's command line, parsed with libfuse's own parser (fuse_opt_parse
 // for sbxfs's options, then fuse_parse_cmdline for FUSE's):
-//   sbxfs [options] [MOUNTPOINT]
+//   sbxfs [options] [[SOURCE] MOUNTPOINT]      (SOURCE: mount.fuse3's, ignored)
 //   -f/--foreground, -d/--debug, --state-dir DIR, --secrets-file FILE,
+//   -o state_dir=DIR, -o secrets_file=FILE (the same, for mount(8) and fstab),
 //   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES,
 //                 keep_ended=N, keep_ended_sec=SEC, max_running=N,
-//                 log_max=BYTES
+//                 log_max=BYTES, max_running_per_user=N, keep_steps_sec=SEC
 //   -h/--help, -V/--version
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +30,8 @@ struct Options {
   std::size_t keep_ended = 10000;         ///< ended records kept; 0: no count limit
   unsigned long keep_ended_sec = 604800;  ///< ended records kept this long; 0: no age limit
   std::size_t max_running = 2000;         ///< commands running at once; 0: no limit
+  std::size_t max_running_per_user = 0;   ///< commands one uid may run at once; 0: no limit
+  unsigned long keep_steps_sec = 604800;  ///< the box's steps are kept this long; 0: forever
   std::uint64_t log_max = sup::kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
   bool allow_other = false;
   bool foreground = false;

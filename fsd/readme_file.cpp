@@ -84,6 +84,18 @@ CONTROL IT
   echo 'make' > procs/NAME/cmd  (again once it has ended, replacing the old run)
   rmdir procs/ID           forgets an ended command and its logs
 
+WHOSE WORK IS IT
+  Every record says "mine": true for the reader's own commands. Several
+  agents on one box: give each conversation a name in the environment
+  variable SBX_CLIENT of the processes that write requests and read
+  listings (the harness sets it when it starts its tools, e.g.
+  `SBX_CLIENT=conv-42 sh -c 'echo make > )" + m + R"(/cmd'`); the record keeps it
+  as "client", and "mine" is then true for the same client. Without one,
+  "mine" means the same terminal session. It is a label, not a permission.
+  steps.json               what was done here (starts, stops, signals...),
+                           kept a week: at, kind, summary, bgId, client, ms,
+                           ok, exitCode; status.json shows the last 30
+
 Secrets (secretEnv values, the daemon's secrets file) are shown as **** in
 cmd, status.json, tail, wait and errors.
 Commands keep running when the daemon stops; a restarted daemon finds them.

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "fsd/files.hpp"
+#include "fsd/ended_lines.hpp"
 #include "fsd/json_object_writer.hpp"
 
 namespace fsd {
@@ -32,14 +33,14 @@ constexpr const char* kProcsMark = "\x01procs\x01";
 constexpr std::size_t kMaxWorkDirs = 8;
 
 /// An entry of the root list, on one line: the seed's fields where they
-/// apply (how it ended once it has; the condition when it has one), and
-/// `logTail` when asked for. The record's note and cmd come masked with its
-/// secrets already. Written without a nlohmann::json per entry:
-/// status.json,all lists thousands.
-void proc_summary(std::string& out, Filesystem& fs, const sup::CommandStatus& st, const Requester& reader,
-                  std::optional<std::int64_t> tail_bytes) {
-  JsonObjectWriter w(out);
-  w.str("bgId", st.bg_id)
+/// apply (how it ended once it has; the condition when it has one). The
+/// record's note and cmd come masked with its secrets already. Written
+/// without a nlohmann::json per entry (status.json,all lists thousands), in
+/// two pieces around the value of `mine` (EndedLines keeps them), the
+/// object left open for `logTail`.
+void summary_pieces(const Filesystem& fs, const sup::CommandStatus& st, std::string& head, std::string& rest) {
+  JsonObjectWriter(head)
+      .str("bgId", st.bg_id)
       .boolean("running", st.running)
       .str("state", st.state)
       .str("note", st.note)
@@ -47,62 +48,82 @@ void proc_summary(std::string& out, Filesystem& fs, const sup::CommandStatus& st
       .str("cwd", st.cwd)
       .num_or_null("pid", st.pid > 0 ? std::optional<std::int64_t>(st.pid) : std::nullopt)
       .str_or_null("startedAt", st.started_at)
-      .str("logPath", fs.config().mountpoint + "/procs/" + st.bg_id + "/log")
-      .boolean("mine", fs.mine(st, reader))
-      .num("cpu", st.cpu);
+      .str("logPath", fs.config().mountpoint + "/procs/" + st.bg_id + "/log");
+  head += ", \"mine\": ";
+  JsonObjectWriter w(rest, JsonObjectWriter::More{});
+  w.str_or_null("client", st.client).num("cpu", st.cpu);
   if (!st.running) {
     w.num_or_null("exitCode", st.exit_code ? std::optional<std::int64_t>(*st.exit_code) : std::nullopt)
         .str_or_null("signal", st.signal)
         .str_or_null("endReason", st.end_reason)
         .str_or_null("finishedAt", st.finished_at);
   }
-  if (!st.ready_when.empty()) w.str("readyWhen", st.ready_when).boolean("ready", st.ready).str_or_null("readyAt", st.ready_at);
-  if (tail_bytes) w.str("logTail", fs.log_tail(st, static_cast<std::size_t>(*tail_bytes)));
-  w.close();
+  if (!st.ready_when.empty())
+    w.str("readyWhen", st.ready_when).boolean("ready", st.ready).str_or_null("readyAt", st.ready_at);
 }
 
-/// The commands of the root list: running ones, or with `all` every
-/// command (not the empty slots), and how many have ended.
-std::vector<sup::CommandStatus> listed(Filesystem& fs, const Requester& reader, bool all, std::size_t* finished) {
-  // Without `all`, ended records are counted, not copied (thousands of them
-  // made this read slow; bench/RESULTS.md). With allow_other a user sees their own.
-  if (!all)
-    return fs.sees_all(reader) ? fs.sup().list_running(finished) : fs.sup().list_running(finished, reader.uid);
-  std::vector<sup::CommandStatus> every = fs.sup().list();
-  std::erase_if(every, [&](const sup::CommandStatus& st) { return st.state == "empty" || !fs.visible(st, reader); });
-  *finished = static_cast<std::size_t>(
-      std::count_if(every.begin(), every.end(), [](const sup::CommandStatus& st) { return !st.running; }));
-  return every;
+/// `logTail` of `st` (only bg_id and log_file are used), when asked for.
+void append_tail(const Filesystem& fs, const sup::CommandStatus& st, std::optional<std::int64_t> tail_bytes,
+                 std::string& out) {
+  if (tail_bytes)
+    JsonObjectWriter(out, JsonObjectWriter::More{}).str("logTail", fs.log_tail(st, static_cast<std::size_t>(*tail_bytes)));
 }
 
 std::string supervisor_status(Filesystem& fs, const Node& node, const Requester& reader) {
   const sup::SupervisorInfo info = fs.sup().info();
   const bool all = node.keys().has("all");
   const std::optional<std::int64_t> tail_bytes = node.keys().number("tailBytes");
+  // Ended records are counted, not copied (thousands of them made this read
+  // slow; bench/RESULTS.md); with `all` they are listed from EndedLines.
+  // With allow_other a user sees their own.
+  const std::optional<uid_t> owner = fs.sees_all(reader) ? std::nullopt : std::optional<uid_t>(reader.uid);
   std::size_t finished = 0;
-  std::vector<sup::CommandStatus> running = listed(fs, reader, all, &finished);
+  const std::vector<sup::CommandStatus> running = fs.sup().list_running(&finished, owner);
+  const std::vector<sup::EndedEntry> ended = all ? fs.sup().ended_entries(owner) : std::vector<sup::EndedEntry>{};
   // Oldest first: named commands do not sort by bgId. Pointers are sorted,
   // not the records (moving a thousand of them showed in the profile).
-  std::vector<const sup::CommandStatus*> order;
-  order.reserve(running.size());
-  for (const sup::CommandStatus& st : running) order.push_back(&st);
-  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
-    return a->started_at < b->started_at;
-  });
+  struct Item {
+    const std::string* started_at;
+    const sup::CommandStatus* running;  // or
+    const sup::EndedEntry* ended;
+  };
+  std::vector<Item> order;
+  order.reserve(running.size() + ended.size());
+  for (const sup::CommandStatus& st : running) order.push_back({&st.started_at, &st, nullptr});
+  for (const sup::EndedEntry& e : ended) order.push_back({&e.started_at, nullptr, &e});
+  std::stable_sort(order.begin(), order.end(), [](const Item& a, const Item& b) { return *a.started_at < *b.started_at; });
   // The list is spliced into the dump below in place of kProcsMark, one
   // entry a line, indented as the dump indents.
   std::string procs = "[";
   procs.reserve(order.size() * (tail_bytes ? 512 + static_cast<std::size_t>(*tail_bytes) : 512));
+  const auto mine = [&](const sup::CommandStatus& owner_of) { return fs.mine(owner_of, reader); };
+  const auto tail = [&](const sup::CommandStatus& owner_of, std::string& out) { append_tail(fs, owner_of, tail_bytes, out); };
+  const auto render = [&](const sup::CommandStatus& st, std::string& head, std::string& rest) {
+    summary_pieces(fs, st, head, rest);
+  };
   std::vector<std::string> work_dirs;
-  for (const sup::CommandStatus* p : order) {
-    const sup::CommandStatus& st = *p;
-    procs += procs.size() == 1 ? "\n    " : ",\n    ";
-    proc_summary(procs, fs, st, reader, tail_bytes);
-    if (!st.running) continue;  // only running commands' folders are measured
+  std::string head, rest;
+  for (const Item& item : order) {
+    const std::size_t mark = procs.size();
+    procs += mark == 1 ? "\n    " : ",\n    ";
+    if (item.ended) {
+      if (!fs.ended_lines().append(procs, fs.sup(), *item.ended, render, mine, tail)) procs.resize(mark);
+      continue;
+    }
+    const sup::CommandStatus& st = *item.running;
+    head.clear();
+    rest.clear();
+    summary_pieces(fs, st, head, rest);
+    procs += head;
+    procs += mine(st) ? "true" : "false";
+    procs += rest;
+    tail(st, procs);
+    procs += '}';
     if (work_dirs.size() < kMaxWorkDirs && !st.cwd.empty() &&
         std::find(work_dirs.begin(), work_dirs.end(), st.cwd) == work_dirs.end())
       work_dirs.push_back(st.cwd);
   }
+  if (all && !owner) fs.ended_lines().keep_only(ended);
   nlohmann::json measured = nlohmann::json::array();
   nlohmann::json not_measured = nlohmann::json::array();
   fs.work_dir_sizes().report(work_dirs, measured, not_measured);
@@ -118,7 +139,7 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
       {"procs", kProcsMark},
       {"finished", finished},
       {"hint", all ? kHintAll : kHint},
-      {"steps", fs.activity().to_json()},
+      {"steps", fs.box_steps().latest()},
       {"load", load_json()},
       {"memory", memory_json()},
       {"disk", disk_json(info.state_dir)},

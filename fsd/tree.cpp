@@ -22,6 +22,7 @@ struct FileSpec {
 constexpr FileSpec kRootFiles[] = {
     {Kind::readme, "README"}, {Kind::cmd, "cmd"},   {Kind::status, "status.json"},
     {Kind::errors, "errors"}, {Kind::procs, "procs"}, {Kind::logs, "logs"},
+    {Kind::box_steps, "steps.json"},
 };
 
 constexpr FileSpec kRecordFiles[] = {

@@ -12,6 +12,7 @@ nlohmann::json CommandStatus::to_json() const {
   j["cmd"] = cmd;
   j["argv"] = argv;
   j["cwd"] = cwd;
+  j["client"] = client.empty() ? json(nullptr) : json(client);
   j["pid"] = pid > 0 ? json(pid) : json(nullptr);
   j["startedAt"] = started_at.empty() ? json(nullptr) : json(started_at);
   j["finishedAt"] = finished_at.empty() ? json(nullptr) : json(finished_at);

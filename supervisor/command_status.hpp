@@ -37,6 +37,7 @@ struct CommandStatus {
   std::optional<Error> error; ///< state "error": why
   uid_t owner_uid = 0;        ///< who started it
   pid_t owner_sid = 0;        ///< the starter's session id
+  std::string client;         ///< the starter's SBX_CLIENT; empty: none
   bool named = false;         ///< made by name (mkdir or "name"), may be restarted
   std::string log_file, stdout_file, stderr_file;  ///< paths in the state directory
   std::string ready_when;       ///< the condition, "port 3000" etc. (readyWhen); empty: none

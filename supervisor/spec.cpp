@@ -176,6 +176,7 @@ json spec_to_json(const StartSpec& s) {
   j["stopGraceSec"] = s.stop_grace_sec;
   j["requesterSid"] = s.requester_sid;
   j["requesterUid"] = s.requester_uid;
+  if (!s.requester_client.empty()) j["requesterClient"] = s.requester_client;
   if (s.ready) j["ready"] = s.ready->to_json();
   if (!s.script_file.empty()) j["scriptFile"] = s.script_file;
   if (s.run_as) j["runAs"] = {{"uid", s.run_as->uid}, {"gid", s.run_as->gid}, {"groups", s.run_as->groups}};
@@ -196,6 +197,7 @@ Result<StartSpec> spec_from_json(const json& j) {
     s.stop_grace_sec = j.value("stopGraceSec", 5.0);
     s.requester_sid = j.value("requesterSid", 0);
     s.requester_uid = j.value("requesterUid", 0u);
+    s.requester_client = j.value("requesterClient", "");
     s.script_file = j.value("scriptFile", "");
     if (j.contains("ready")) {
       auto r = ready_condition_from_json(j["ready"]);

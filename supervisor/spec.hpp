@@ -36,6 +36,9 @@ struct StartSpec {
   /// (Linux: 128 KiB): the text is run from this file instead.
   std::string script_file;
   pid_t requester_sid = 0;        ///< session id of the requester (for `mine`)
+  /// SBX_CLIENT of the requester (for `mine`, shown as `client`); empty: none.
+  /// A label the requester chose, never a credential.
+  std::string requester_client;
   uid_t requester_uid = 0;
 
   /// The argv actually executed (shell expanded to /bin/sh -c).

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "supervisor/auto_id.hpp"
 #include "supervisor/clock.hpp"
@@ -160,6 +161,7 @@ struct Supervisor::Impl {
   EndedRecords ended_index;                         // ended records by end time; guarded by mu
   std::size_t running = 0;                          // records running; guarded by mu
   std::size_t starting = 0;                         // starts between claim and commit; guarded by mu
+  std::unordered_map<uid_t, std::size_t> active_by_uid;  // running + starting, per owner; guarded by mu
   std::uint64_t counter_on_disk = 0;                // the `counter` file's value; guarded by mu
   std::uint64_t retention_timer = 0;                // the age limit's one-shot timer; guarded by mu
   std::optional<EndedRecords::Millis> retention_due;  // when it fires; guarded by mu
@@ -267,6 +269,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   s.serial = it == serials.end() ? 0 : it->second;
   s.owner_uid = r.owner_uid;
   s.owner_sid = r.owner_sid;
+  if (r.spec) s.client = r.spec->requester_client;
   std::string dir = dir_of(r.id);
   s.log_file = dir + "/log";
   s.stdout_file = dir + "/stdout";
@@ -521,6 +524,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id) {
     }
     if (err) r.error = err;
     --running;
+    if (--active_by_uid[r.owner_uid] == 0) active_by_uid.erase(r.owner_uid);
     note_ended(r);
   }
   cpu.forget(id);
@@ -652,6 +656,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (it->second.ended) note_ended(it->second);
   if (!it->second.ended && !it->second.slot) {
     ++running;
+    ++active_by_uid[it->second.owner_uid];
     watch_running(it->second);
     if (it->second.ready_cond && !it->second.ready) loop->post([this, id] { start_probe(id); });
   }
@@ -798,6 +803,15 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
       return Error{Errc::try_again, std::to_string(I.running + I.starting) +
                                         " commands are running, the most allowed at once (max_running=" +
                                         std::to_string(I.opts.max_running) + "): stop one or wait for one to end"};
+    if (I.opts.max_running_per_user > 0) {
+      const auto mine = I.active_by_uid.find(spec.requester_uid);
+      const std::size_t n = mine == I.active_by_uid.end() ? 0 : mine->second;
+      if (n >= I.opts.max_running_per_user)
+        return Error{Errc::try_again, "uid " + std::to_string(spec.requester_uid) + " runs " + std::to_string(n) +
+                                          " commands, the most one user may run at once (max_running_per_user=" +
+                                          std::to_string(I.opts.max_running_per_user) +
+                                          "): stop one or wait for one to end"};
+    }
     if (!spec.name.empty()) {
       id = spec.name;
       if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
@@ -816,11 +830,13 @@ Result<CommandStatus> Supervisor::start(const StartSpec& spec_in, StartMode mode
     }
     I.reserved.insert(id);
     ++I.starting;
+    ++I.active_by_uid[spec.requester_uid];
   }
   auto unreserve = [&] {
     std::lock_guard g(I.mu);
     I.reserved.erase(id);
     --I.starting;
+    if (--I.active_by_uid[spec.requester_uid] == 0) I.active_by_uid.erase(spec.requester_uid);
   };
 
   const std::string final_dir = I.dir_of(id);
@@ -1109,6 +1125,19 @@ std::vector<RecordEntry> Supervisor::entries() const {
   for (auto& [id, r] : impl_->records) {
     auto s = impl_->serials.find(id);
     out.push_back(RecordEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid, r.slot && !r.error});
+  }
+  return out;
+}
+
+std::vector<EndedEntry> Supervisor::ended_entries(std::optional<uid_t> owner) const {
+  std::vector<EndedEntry> out;
+  std::lock_guard g(impl_->mu);
+  for (auto& [id, r] : impl_->records) {
+    if (r.slot || !(r.ended || r.error)) continue;  // as list_running() counts them
+    if (owner && r.owner_uid != *owner) continue;
+    auto s = impl_->serials.find(id);
+    out.push_back(EndedEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid, r.monitor.started_at,
+                             r.exit.finished_at});
   }
   return out;
 }

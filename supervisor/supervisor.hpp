@@ -32,6 +32,9 @@ struct SupervisorOptions {
   RetentionPolicy retention;
   /// Commands running at once; a start past it is try_again. 0: no limit.
   std::size_t max_running = 2000;
+  /// Commands one user (by uid) may run at once, starts in progress
+  /// included; a start past it is try_again. 0: no limit.
+  std::size_t max_running_per_user = 0;
   std::uint64_t log_max = kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
 };
 
@@ -55,6 +58,17 @@ struct RecordEntry {
   std::uint64_t serial = 0;
   uid_t owner_uid = 0;
   bool empty = false;  ///< an empty named slot
+};
+
+/// What a listing of ended records needs to tell one run from another
+/// without a snapshot: a record that has ended never changes, until its
+/// named slot runs again (another startedAt) or it is removed.
+struct EndedEntry {
+  std::string bg_id;
+  std::uint64_t serial = 0;
+  uid_t owner_uid = 0;
+  std::string started_at;
+  std::string finished_at;
 };
 
 /// Whether a status carries a fresh `cpu` figure (a few /proc reads) or 0.
@@ -110,6 +124,9 @@ class Supervisor {
   std::vector<CommandStatus> list() const;
   /// Every record's id, serial and owner, in bgId order: for listings.
   std::vector<RecordEntry> entries() const;
+  /// The records that are not running (ended, or in state error; not the
+  /// empty slots), in bgId order; with `owner`, only that user's.
+  std::vector<EndedEntry> ended_entries(std::optional<uid_t> owner = std::nullopt) const;
   /// The running records only, in bgId order, and how many have ended
   /// (state exited or error; empty slots are not counted). Cheap with many
   /// ended records: those are counted, not copied; `cpu` as for list().

@@ -181,6 +181,32 @@ TEST_F(FileParamsTest, RootStatusAllListsEndedCommandsOldestFirst) {
   EXPECT_EQ(running_tails["procs"][0]["logTail"], "hi\n");
 }
 
+// Ended entries are rendered once and kept: a new run of a named slot and a
+// removed record show as they are now.
+TEST_F(FileParamsTest, RootStatusAllFollowsNewRunsAndRemovals) {
+  ASSERT_EQ(mkdir_errno(p("procs/job")), 0);
+  ASSERT_EQ(write_file(p("procs/job/cmd"), "exit 1\n"), 0);
+  wait_ended("job");
+  std::string gone = start("exit 5");
+  ASSERT_FALSE(gone.empty());
+  wait_ended(gone);
+  auto entry = [&](const std::string& id) {
+    const json listing = cat_json("status.json,all");
+    json found;
+    for (const json& e : listing["procs"])
+      if (e["bgId"] == id) found = e;
+    return found;
+  };
+  EXPECT_EQ(entry("job")["exitCode"], 1);
+  EXPECT_EQ(entry(gone)["exitCode"], 5);
+  ASSERT_EQ(write_file(p("procs/job/cmd"), "exit 2\n"), 0);
+  wait_ended("job");
+  EXPECT_EQ(entry("job")["exitCode"], 2);
+  ASSERT_EQ(rmdir_errno(p("procs/" + gone)), 0);
+  EXPECT_TRUE(entry(gone).is_null());
+  EXPECT_EQ(cat_json("status.json,all")["finished"], 1);
+}
+
 TEST_F(FileParamsTest, ReadyWhenNamesTheRecordsCondition) {
   std::string id = start(R"({"cmd": "echo up; sleep 30", "readyLog": "^up$"})");
   ASSERT_FALSE(id.empty());

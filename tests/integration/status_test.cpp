@@ -46,8 +46,8 @@ TEST_F(StatusTest, RootListsRunningOldestFirstAndCountsFinished) {
   for (auto& pr : s["procs"]) {
     std::vector<std::string> keys;
     for (auto& [k, v] : pr.items()) keys.push_back(k);
-    EXPECT_EQ(keys, (std::vector<std::string>{"bgId", "cmd", "cpu", "cwd", "logPath", "mine", "note", "pid",
-                                              "running", "startedAt", "state"}));
+    EXPECT_EQ(keys, (std::vector<std::string>{"bgId", "client", "cmd", "cpu", "cwd", "logPath", "mine", "note",
+                                              "pid", "running", "startedAt", "state"}));
     EXPECT_EQ(pr["running"], true);
     EXPECT_EQ(pr["cmd"], "sleep 30");
     EXPECT_TRUE(is_iso_time(pr["startedAt"]));

@@ -1,0 +1,221 @@
+// Sharing one box: whose work is it (SBX_CLIENT, `client`, `mine`), fair
+// shares between users (-o max_running_per_user), and the box's steps,
+// kept in the state directory (steps.json, root status.json `steps`).
+#include <sys/stat.h>
+
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+/// Stops procs/ID (the write returns once the tree is gone); 0 or the errno.
+int stop_command(const std::string& mnt, const std::string& id) { return write_file(mnt + "/procs/" + id + "/stop", "\n"); }
+
+class SharingTest : public SbxfsTest {
+ protected:
+  /// Starts `command` as client `client` (its own session, like an agent's
+  /// harness): the writer's environment holds SBX_CLIENT when it is not empty.
+  std::string start_as(const std::string& client, const std::string& command) {
+    const std::string env = client.empty() ? "env -u SBX_CLIENT" : "env SBX_CLIENT='" + client + "'";
+    RunResult r = run("setsid -w " + env + " sh -c 'exec 3<>\"$MNT/cmd\"; echo \"$C\" >&3; read -r id <&3; echo \"$id\"'",
+                      20, {{"C", command}});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+  /// In a session of its own, starts `sleep 30` under `starter_env` and
+  /// reads its status.json from the same session under `reader_env`.
+  std::pair<std::string, json> start_then_read(const std::string& starter_env, const std::string& reader_env) {
+    RunResult r = run("setsid -w " + starter_env + " sh -c '"
+                      "exec 3<>\"$MNT/cmd\"; echo \"sleep 30\" >&3; read -r id <&3; exec 3>&-; echo \"$id\"; " +
+                      reader_env + " cat \"$MNT/procs/$id/status.json\"'");
+    EXPECT_EQ(r.code, 0) << r.err;
+    json j = parse_json(r.out.substr(r.out.find('\n') + 1));
+    EXPECT_TRUE(j.is_object()) << r.out;
+    return {r.out.substr(0, r.out.find('\n')), j};
+  }
+  /// procs/ID/status.json read by `cat` in a session of its own as `client`.
+  json status_as(const std::string& client, const std::string& id) {
+    const std::string env = client.empty() ? "env -u SBX_CLIENT" : "env SBX_CLIENT='" + client + "'";
+    RunResult r = run("setsid -w " + env + " cat \"$MNT/procs/$ID/status.json\"", 10, {{"ID", id}});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return parse_json(r.out);
+  }
+};
+
+TEST_F(SharingTest, ClientsUnderOneUidTellTheirCommandsApart) {
+  const std::string a = start_as("agent-a", "sleep 30");
+  const std::string b = start_as("agent-b", "sleep 30");
+  ASSERT_TRUE(is_auto_id(a) && is_auto_id(b)) << a << " " << b;
+  EXPECT_EQ(status_json(a)["client"], "agent-a");
+  EXPECT_EQ(status_json(b)["client"], "agent-b");
+
+  // cat, in sessions of their own: the client decides, both ways.
+  EXPECT_EQ(status_as("agent-a", a)["mine"], true);
+  EXPECT_EQ(status_as("agent-a", b)["mine"], false);
+  EXPECT_EQ(status_as("agent-b", a)["mine"], false);
+  EXPECT_EQ(status_as("agent-b", b)["mine"], true);
+
+  // Python plain file I/O, on the root list and on wait.
+  RunResult py = python(
+      "import json, os\n"
+      "m = os.environ['MNT']\n"
+      "with open(m + '/status.json') as f: s = json.load(f)\n"
+      "print(' '.join(p['bgId'] + '=' + str(p['mine']) + ':' + str(p['client']) for p in s['procs']))\n",
+      10, {{"SBX_CLIENT", "agent-b"}});
+  ASSERT_EQ(py.code, 0) << py.err;
+  EXPECT_NE(py.out.find(a + "=False:agent-a"), std::string::npos) << py.out;
+  EXPECT_NE(py.out.find(b + "=True:agent-b"), std::string::npos) << py.out;
+
+  // wait answers `mine` by the same rule.
+  ASSERT_EQ(stop_command(mnt_, a), 0);
+  RunResult w = run("env SBX_CLIENT=agent-a cat \"$MNT/procs/" + a + "/wait\"");
+  json wj = parse_json(w.out);
+  ASSERT_TRUE(wj.is_object()) << w.out << w.err;
+  EXPECT_EQ(wj["proc"]["mine"], true);
+  EXPECT_EQ(wj["proc"]["client"], "agent-a");
+}
+
+TEST_F(SharingTest, WithoutAClientTheSessionRuleHolds) {
+  // A record without a client: the session decides, whatever the reader's client.
+  auto [plain, same_session] = start_then_read("env -u SBX_CLIENT", "env SBX_CLIENT=someone");
+  EXPECT_EQ(same_session["client"], nullptr);
+  EXPECT_EQ(same_session["mine"], true) << "same session, and the record names no client";
+  EXPECT_EQ(status_as("someone", plain)["mine"], false) << "another session";
+
+  // A reader without a client, on a record with one: the session again.
+  auto [named, j] = start_then_read("env SBX_CLIENT=agent-c", "env -u SBX_CLIENT");
+  EXPECT_EQ(j["mine"], true);
+  EXPECT_EQ(status_as("", named)["mine"], false) << "another session, no client";
+}
+
+TEST_F(SharingTest, ClientNamesAreLabelsNotBytes) {
+  // Not UTF-8: no client. Over 256 bytes: cut at a character.
+  const std::string long_name(300, 'x');
+  const std::string id = start_as(long_name, "sleep 30");
+  ASSERT_TRUE(is_auto_id(id));
+  EXPECT_EQ(status_json(id)["client"], std::string(256, 'x'));
+  RunResult r = run("setsid -w env SBX_CLIENT=$(printf 'bad\\377') sh -c '"
+                    "exec 3<>\"$MNT/cmd\"; echo true >&3; read -r id <&3; echo \"$id\"'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(status_json(r.out.substr(0, r.out.find('\n')))["client"], nullptr);
+}
+
+class FairShareTest : public SbxfsTest {
+ protected:
+  FairShareTest() { daemon_options_ = {"-o", "allow_other,max_running=8"}; }
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root for setpriv";
+    SbxfsTest::SetUp();
+    ::chmod(dir_.c_str(), 0755);
+  }
+  /// Starts `command` as uid/gid `uid`; the bgId, or "error: ..." with bash's message.
+  std::string start_as_user(int uid, const std::string& command) {
+    RunResult r = run("cd / && exec setpriv --reuid " + std::to_string(uid) + " --regid " + std::to_string(uid) +
+                          " --clear-groups bash -c 'exec 3<>\"$MNT/cmd\"; echo \"$C\" >&3 || exit 7; read -r id <&3; echo \"$id\"'",
+                      20, {{"C", command}});
+    if (r.code != 0) return "error: " + r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+};
+
+TEST_F(FairShareTest, OneUserBeyondTheirShareWaitsWhileOthersStart) {
+  // max_running=8 under allow_other: a quarter each by default, 2.
+  const std::string a1 = start_as_user(65534, "sleep 30");
+  const std::string a2 = start_as_user(65534, "sleep 30");
+  ASSERT_TRUE(is_auto_id(a1) && is_auto_id(a2)) << a1 << " " << a2;
+  const std::string a3 = start_as_user(65534, "sleep 30");
+  EXPECT_NE(a3.find("Resource temporarily unavailable"), std::string::npos) << a3;
+  bool logged = false;
+  for (const json& e : errors())
+    if (e.dump().find("max_running_per_user=2") != std::string::npos) logged = true;
+  EXPECT_TRUE(logged) << "an errors line names the limit";
+
+  // Another unprivileged user, and root, still start.
+  const std::string b1 = start_as_user(65533, "sleep 30");
+  EXPECT_TRUE(is_auto_id(b1)) << b1;
+  EXPECT_TRUE(is_auto_id(start("sleep 30")));
+
+  // Once one of the first user's commands has ended, they may start again.
+  ASSERT_EQ(stop_command(mnt_, a1), 0);
+  EXPECT_TRUE(is_auto_id(start_as_user(65534, "sleep 30")));
+}
+
+class FairShareOptionTest : public FairShareTest {
+ protected:
+  FairShareOptionTest() { daemon_options_ = {"-o", "allow_other,max_running_per_user=1"}; }
+};
+
+TEST_F(FairShareOptionTest, TheShareIsAnOption) {
+  ASSERT_TRUE(is_auto_id(start_as_user(65534, "sleep 30")));
+  EXPECT_NE(start_as_user(65534, "sleep 30").find("Resource temporarily unavailable"), std::string::npos);
+  EXPECT_TRUE(is_auto_id(start_as_user(65533, "sleep 30")));
+}
+
+/// The step of steps.json (the last one) about `id` of `kind`.
+json step_of(const json& steps, const std::string& id, const std::string& kind) {
+  json found;
+  for (const json& s : steps)
+    if (s["bgId"] == id && s["kind"] == kind) found = s;
+  return found;
+}
+
+TEST_F(SharingTest, StepsCarryTheSeedsFieldsAndSurviveARestart) {
+  // A start that waits for a go file, so it ends while we look.
+  const std::string id = start_as("agent-s", "while [ ! -e \"$T/go\" ]; do sleep 0.02; done; exit 3");
+  ASSERT_TRUE(is_auto_id(id));
+  json s = step_of(parse_json(file("steps.json")), id, "start");
+  ASSERT_TRUE(s.is_object()) << file("steps.json");
+  EXPECT_EQ(s["ok"], true);
+  EXPECT_EQ(s["client"], "agent-s");
+  EXPECT_EQ(s["ms"], nullptr) << "running: not over yet";
+  EXPECT_TRUE(is_iso_time(s["at"]));
+
+  // kill -9, restart: the steps are still there; the end, while the new
+  // daemon runs, completes the start step.
+  ASSERT_TRUE(restart_daemon());
+  EXPECT_TRUE(step_of(parse_json(file("steps.json")), id, "start").is_object());
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  wait_json(id);
+  ASSERT_TRUE(wait_until([&] { return step_of(parse_json(file("steps.json")), id, "start")["exitCode"] == 3; }, 10s));
+  s = step_of(parse_json(file("steps.json")), id, "start");
+  EXPECT_EQ(s["ok"], false) << "it exited with 3";
+  EXPECT_TRUE(s["ms"].is_number() && s["ms"].get<double>() > 0) << s.dump();
+  EXPECT_EQ(s["timedOut"], false);
+  // The root report shows the same step among its last 30.
+  EXPECT_EQ(step_of(root_status()["steps"], id, "start")["exitCode"], 3);
+
+  // A refused request is a step too, with its error.
+  EXPECT_NE(write_file(p("cmd"), "{\"cmd\": \"true\", \"bogus\": 1}\n"), 0);
+  json refused;
+  for (const json& st : parse_json(file("steps.json")))
+    if (st["ok"] == false && st["error"].is_object()) refused = st;
+  ASSERT_TRUE(refused.is_object()) << file("steps.json");
+  EXPECT_EQ(refused["kind"], "start");
+  EXPECT_EQ(refused["error"]["code"], "EINVAL");
+
+  // A stop is done when the tree is gone: its ms, ok.
+  const std::string longer = start("sleep 30");
+  ASSERT_EQ(stop_command(mnt_, longer), 0);
+  ASSERT_TRUE(wait_until([&] { return step_of(parse_json(file("steps.json")), longer, "stop")["ms"].is_number(); }, 10s));
+  json stop = step_of(parse_json(file("steps.json")), longer, "stop");
+  EXPECT_EQ(stop["ok"], true);
+  EXPECT_EQ(stop["signal"], "SIGTERM");
+}
+
+class StepsKeptBrieflyTest : public SharingTest {
+ protected:
+  StepsKeptBrieflyTest() { daemon_options_ = {"-o", "keep_steps_sec=1"}; }
+};
+
+TEST_F(StepsKeptBrieflyTest, OldStepsArePruned) {
+  const std::string id = start("true");
+  ASSERT_TRUE(is_auto_id(id));
+  EXPECT_TRUE(step_of(parse_json(file("steps.json")), id, "start").is_object());
+  EXPECT_TRUE(wait_until([&] { return !step_of(parse_json(file("steps.json")), id, "start").is_object(); }, 10s, 100ms))
+      << "kept past keep_steps_sec: " << file("steps.json");
+}
+
+}  // namespace
+}  // namespace sbxit
