@@ -146,12 +146,17 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
       {"workDirSizes", std::move(measured)},
       {"notMeasured", std::move(not_measured)},
   };
-  std::string text = dump_json(j);
+  const std::string text = dump_json(j);
   // With its key: the quotes around it are the dump's own, never in a string.
-  const std::string mark = "\"procs\": " + nlohmann::json(kProcsMark).dump();
-  if (const std::size_t at = text.find(mark); at != std::string::npos)
-    text.replace(at, mark.size(), "\"procs\": " + procs);
-  return text;
+  const std::string key = "\"procs\": ";
+  const std::string mark = key + nlohmann::json(kProcsMark).dump();
+  const std::size_t at = text.find(mark);
+  if (at == std::string::npos) return text;
+  // The report around the list, in the list's buffer: one buffer of
+  // megabytes (status.json,all) is written once, not copied into another.
+  procs.insert(0, std::string_view(text).substr(0, at + key.size()));
+  procs.append(std::string_view(text).substr(at + mark.size()));
+  return procs;
 }
 
 }  // namespace
