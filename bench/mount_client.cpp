@@ -23,7 +23,8 @@
 //              alone, and while --busy=N (default 50) commands that printed
 //              1 MiB each end at the same moment, each with an `output` read
 //              waiting for it
-//   listing    status_json: open/read/close of status.json; ls_procs: `ls DIR/procs`
+//   listing    status_json: open/read/close of status.json (status_json_all: of
+//              status.json,all); ls_procs: `ls DIR/procs`
 //              to /dev/null; readdir_procs: opendir/readdir/closedir in process;
 //              ls_baseline (with --ls-baseline=DIR): `ls DIR` to /dev/null, e.g. the
 //              state directory's procs/ (the same names in a plain directory)
@@ -405,15 +406,16 @@ void BM_waitpid_wake(benchmark::State& state) {
 
 // ---- listing ---------------------------------------------------------------
 
-void BM_status_json(benchmark::State& state) {
+/// open/read/close of MNT/NAME, timed; its size is the counter `bytes`.
+void read_timed(benchmark::State& state, const std::string& name) {
   size_t bytes = 0;
   for (auto _ : state) {
     int64_t t0 = mono_ns();
     int err = 0;
-    std::string s = slurp(cfg.mount + "/status.json", &err);
+    std::string s = slurp(cfg.mount + "/" + name, &err);
     int64_t t1 = mono_ns();
     if (err || s.empty()) {
-      state.SkipWithError("read status.json");
+      state.SkipWithError(("read " + name).c_str());
       break;
     }
     bytes = s.size();
@@ -421,6 +423,11 @@ void BM_status_json(benchmark::State& state) {
   }
   state.counters["bytes"] = double(bytes);
 }
+
+void BM_status_json(benchmark::State& state) { read_timed(state, "status.json"); }
+
+// status.json,all: every command, ended ones too.
+void BM_status_json_all(benchmark::State& state) { read_timed(state, "status.json,all"); }
 
 void BM_ls_procs(benchmark::State& state) {
   for (auto _ : state) {
@@ -589,6 +596,7 @@ int main(int argc, char** argv) {
     }
   } else if (cfg.group == "listing") {
     reg("status_json", BM_status_json);
+    reg("status_json_all", BM_status_json_all);
     reg("ls_procs", BM_ls_procs);
     reg("readdir_procs", BM_readdir_procs);
     if (!cfg.ls_baseline.empty()) reg("ls_baseline", BM_ls_baseline);

@@ -7,6 +7,10 @@ namespace fsd {
 
 BlockingReadHandle::~BlockingReadHandle() { fs_.parked().unwatch(this); }
 
+void BlockingReadHandle::cap_from(const Node& node) {
+  if (const std::optional<std::int64_t> sec = node.keys().number("timeoutSec")) cap_at(std::chrono::seconds(*sec));
+}
+
 Reply BlockingReadHandle::read(fuse_req_t req, std::size_t size, off_t off) {
   {
     std::lock_guard g(mu_);
@@ -14,8 +18,9 @@ Reply BlockingReadHandle::read(fuse_req_t req, std::size_t size, off_t off) {
   }
   // The kernel sends no release while this read is unanswered, so `this`
   // outlives the parked request.
-  fs_.parked().park(req, id_, until_, fs_.config().wait_timeout,
-                    [this, size, off](ParkedRequests::Outcome why) { return answer(why, size, off); }, cost());
+  fs_.parked().park(
+      req, id_, until_, cap_, [this, size, off](ParkedRequests::Outcome why) { return answer(why, size, off); },
+      cost(), own_.get());
   return Reply::parked();
 }
 
@@ -25,7 +30,7 @@ bool BlockingReadHandle::answer_ready() {
     if (answer_) return true;
   }
   const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
-  return !st || !st->running || (until_ == ParkedRequests::Until::ready && st->ready);
+  return !st || !st->running || (until_ == ParkedRequests::Until::ready && (own_ ? own_->met() : st->ready));
 }
 
 Reply BlockingReadHandle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events) {
@@ -37,7 +42,7 @@ Reply BlockingReadHandle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events)
   if (ready) {
     if (ph) fuse_pollhandle_destroy(ph);
   } else if (ph) {
-    ready = fs_.parked().watch(this, id_, until_, ph);
+    ready = fs_.parked().watch(this, id_, until_, ph, own_.get());
   } else {
     ready = answer_ready();
   }

@@ -4,6 +4,12 @@
 // its answer is then fixed for this open file and served by offset, then EOF.
 // An interrupted read gets EINTR at once and the retry blocks again.
 // poll(): readable once the answer is ready.
+//
+// Per open file: its own cap (`timeoutSec=N` in the name; default the
+// mount's wait_timeout) and, for Until::ready, its own condition (a
+// ReaderCondition in place of the record's).
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -11,13 +17,14 @@
 #include "fsd/filesystem.hpp"
 #include "fsd/handle.hpp"
 #include "fsd/parked_requests.hpp"
+#include "fsd/reader_condition.hpp"
 
 namespace fsd {
 
 class BlockingReadHandle : public Handle {
  public:
   BlockingReadHandle(Filesystem& fs, std::string id, Requester reader, ParkedRequests::Until until)
-      : fs_(fs), id_(std::move(id)), reader_(reader), until_(until) {}
+      : fs_(fs), id_(std::move(id)), reader_(reader), until_(until), cap_(fs.config().wait_timeout) {}
   ~BlockingReadHandle() override;
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override;
@@ -32,6 +39,16 @@ class BlockingReadHandle : public Handle {
   /// Whether build() shows the record's `cpu` (else it is not sampled).
   virtual bool shows_cpu() const { return true; }
 
+  /// How long a read blocks at most (call before the first read).
+  void cap_at(std::chrono::milliseconds cap) { cap_ = cap; }
+  /// `timeoutSec` of the name (node.params), when given, is the cap.
+  void cap_from(const Node& node);
+  /// Waits for `c` (this reader's alone) in place of the record's condition
+  /// (Until::ready; call before the first read).
+  void wait_for(std::unique_ptr<ReaderCondition> c) { own_ = std::move(c); }
+  /// This reader's own condition; null: the record's.
+  const ReaderCondition* own_condition() const { return own_.get(); }
+
   Filesystem& fs_;
   const std::string id_;
   const Requester reader_;  ///< who opened the file (for `mine`)
@@ -42,6 +59,8 @@ class BlockingReadHandle : public Handle {
   bool answer_ready();
 
   const ParkedRequests::Until until_;
+  std::chrono::milliseconds cap_;
+  std::unique_ptr<ReaderCondition> own_;  // after the watch is gone (the destructor unwatches first)
   std::mutex mu_;
   std::optional<std::string> answer_;  // guarded by mu_
 };

@@ -284,6 +284,7 @@ int run(Options& opts) {
   cfg.wait_timeout = std::chrono::seconds(opts.wait_timeout_sec);
   cfg.max_request = opts.max_request;
   cfg.output_max = opts.output_max;
+  cfg.log_max = opts.log_max;
   cfg.allow_other = opts.allow_other;
   cfg.scratch_ttl = std::chrono::milliseconds(opts.scratch_ttl_ms);
   cfg.keep_steps = std::chrono::seconds(opts.keep_steps_sec);
@@ -302,6 +303,7 @@ int run(Options& opts) {
   }
   fuse_log(FUSE_LOG_NOTICE, "sbxfs: mounted at %s\n", mountpoint.c_str());
   launcher.ready();
+  fs->invalidator().start(se);
   (void)!::chdir("/");  // hold no directory busy
 
   // Detached by a lazy unmount, the mount is served on, unseen, while any

@@ -36,13 +36,14 @@ void guarded(fuse_req_t req, const char* op, Body&& body) noexcept {
 
 void reply_error(fuse_req_t req, const sup::Error& e) { fuse_reply_err(req, to_errno(e.code)); }
 
-void reply_entry(fuse_req_t req, Filesystem& fs, const Node& node) {
+/// Nonzero when the reply did not reach the kernel (an interrupted request).
+int reply_entry(fuse_req_t req, Filesystem& fs, const Node& node) {
   fuse_entry_param e{};
   e.ino = node.ino;
   e.attr = attr_of(fs, node, nullptr);
-  e.entry_timeout = timeout_of(node.kind);
-  e.attr_timeout = attr_timeout_of(node.kind);
-  fuse_reply_entry(req, &e);
+  e.entry_timeout = timeout_of(node);
+  e.attr_timeout = attr_timeout_of(node);
+  return fuse_reply_entry(req, &e);
 }
 
 /// A directory listing fixed at opendir, served by index (offset = index + 1).
@@ -113,8 +114,22 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
     // A miss is a plain ENOENT, not a cached negative entry, so `mkdir` right
     // after a failed lookup reaches us (NOTES.md §5).
     if (!node) return reply_error(req, node.error());
-    reply_entry(req, fs, *node);
+    // A lookup the kernel never got is one it will never forget.
+    if (reply_entry(req, fs, *node) != 0) fs.param_nodes().forget(node->ino, 1);
   });
+}
+
+// The kernel lets go of inodes it looked up. Only names with parameters
+// have entries to drop (ParamNodes); every other inode is computed.
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) noexcept {
+  fs_of(req).param_nodes().forget(ino, nlookup);
+  fuse_reply_none(req);
+}
+
+void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) noexcept {
+  ParamNodes& nodes = fs_of(req).param_nodes();
+  for (size_t i = 0; i < count; ++i) nodes.forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
@@ -123,7 +138,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
     if (!node) return reply_error(req, node.error());
     const struct stat st = attr_of(fs, *node, handle_of(fi));
-    fuse_reply_attr(req, &st, attr_timeout_of(node->kind));
+    fuse_reply_attr(req, &st, attr_timeout_of(*node));
   });
 }
 
@@ -138,7 +153,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
       return (void)fuse_reply_err(req, err);
     }
     const struct stat st = attr_of(fs, *node, handle_of(fi));
-    fuse_reply_attr(req, &st, attr_timeout_of(node->kind));
+    fuse_reply_attr(req, &st, attr_timeout_of(*node));
   });
 }
 
@@ -313,6 +328,8 @@ fuse_lowlevel_ops make_ops() {
   fuse_lowlevel_ops ops{};
   ops.init = op_init;
   ops.lookup = op_lookup;
+  ops.forget = op_forget;
+  ops.forget_multi = op_forget_multi;
   ops.getattr = op_getattr;
   ops.setattr = op_setattr;
   ops.mkdir = op_mkdir;

@@ -54,7 +54,7 @@ std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node);
 /// The backing file of a log node in the state directory.
 std::string log_path(const Node& node);
 
-// tail_file.cpp: the last 4096 bytes of log, masked (snapshot at open).
+// tail_file.cpp: the last 4096 bytes of log (tail,tailBytes=N: N), masked (snapshot at open).
 std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node);
 
 // wait_file.cpp: a read blocks (parked) until the command ended or the cap ran out.
@@ -119,7 +119,10 @@ std::unique_ptr<Handle> open_box_steps(Filesystem& fs);
 
 // tree.cpp and procs_dir.cpp: names, attributes and directories.
 
-/// `name` in directory `parent`; ENOENT when there is no such file.
+/// `name` in directory `parent`; ENOENT when there is no such file. A name
+/// with parameters (`FILE,KEYS`, FILE a file of `parent`) gets an inode of
+/// Filesystem::param_nodes() whose lookup count this call raises by one;
+/// EINVAL when a key is wrong.
 sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who);
 /// st_mode of a kind of file (type and permission bits).
 mode_t mode_of(Kind kind);
@@ -129,6 +132,10 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open);
 double timeout_of(Kind kind);
 /// Seconds the kernel may cache the attributes of `kind`.
 double attr_timeout_of(Kind kind);
+/// The same for one node: a name with parameters is cached 0 s (a reader's
+/// own, not worth keeping).
+double timeout_of(const Node& node);
+double attr_timeout_of(const Node& node);
 /// The entries of a directory, "." and ".." first; ENOTDIR for a file.
 sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, const Requester& who);
 

@@ -18,8 +18,6 @@ namespace fsd {
 
 namespace {
 
-constexpr std::size_t kTailBytes = 4096;
-
 /// Masks every string in `j` (defence in depth: the record masks its fields already).
 void mask_strings(nlohmann::json& j, const Filesystem& fs, const std::string& id) {
   if (j.is_string()) {
@@ -101,6 +99,7 @@ std::optional<sup::CommandStatus> Filesystem::find(const std::string& id, const 
 }
 
 sup::Result<Node> Filesystem::resolve(fuse_ino_t ino, const Requester& who) {
+  if (ParamNodes::is_param_ino(ino)) return resolve_param(ino, who);
   const std::optional<InodeRef> ref = decode_ino(ino);
   if (!ref) return sup::Error{sup::Errc::not_found, "no such inode"};
   if (ref->kind == Kind::scratch) {
@@ -108,11 +107,23 @@ sup::Result<Node> Filesystem::resolve(fuse_ino_t ino, const Requester& who) {
     return Node{Kind::scratch, ino, std::nullopt};
   }
   if (!is_record_kind(ref->kind)) return Node{ref->kind, ino, std::nullopt};
+  return resolve_record(ino, ref->kind, ref->serial, who);
+}
 
+sup::Result<Node> Filesystem::resolve_param(fuse_ino_t ino, const Requester& who) {
+  std::optional<ParamNodes::Entry> e = param_nodes_.find(ino);
+  if (!e) return sup::Error{sup::Errc::not_found, "no such inode"};
+  sup::Result<Node> node = is_record_kind(e->kind) ? resolve_record(ino, e->kind, e->serial, who)
+                                                   : sup::Result<Node>(Node{e->kind, ino, std::nullopt});
+  if (node) node->params = std::move(e->params);
+  return node;
+}
+
+sup::Result<Node> Filesystem::resolve_record(fuse_ino_t ino, Kind kind, std::uint64_t serial, const Requester& who) {
   std::optional<std::string> id;
   {
     std::lock_guard g(mu_);
-    if (auto it = id_of_serial_.find(ref->serial); it != id_of_serial_.end()) id = it->second;
+    if (auto it = id_of_serial_.find(serial); it != id_of_serial_.end()) id = it->second;
   }
   if (!id) {
     // A serial we never handed out in this process (e.g. an inode a client
@@ -121,13 +132,13 @@ sup::Result<Node> Filesystem::resolve(fuse_ino_t ino, const Requester& who) {
     std::lock_guard g(mu_);
     for (const sup::RecordEntry& e : all) {
       id_of_serial_.try_emplace(e.serial, e.bg_id);
-      if (e.serial == ref->serial) id = e.bg_id;
+      if (e.serial == serial) id = e.bg_id;
     }
   }
   if (!id) return sup::Error{sup::Errc::not_found, "no such command"};
   std::optional<sup::CommandStatus> st = find(*id, who);
-  if (!st || st->serial != ref->serial) return sup::Error{sup::Errc::not_found, "no such command"};
-  return Node{ref->kind, ino, std::move(*st)};
+  if (!st || st->serial != serial) return sup::Error{sup::Errc::not_found, "no such command"};
+  return Node{kind, ino, std::move(*st)};
 }
 
 void Filesystem::note_action(std::string kind, const std::string& summary, const std::string& id,
@@ -182,7 +193,7 @@ nlohmann::json Filesystem::record_json(const sup::CommandStatus& st, const Reque
   return j;
 }
 
-std::string Filesystem::log_tail(const sup::CommandStatus& st) const {
+std::string Filesystem::log_tail(const sup::CommandStatus& st, std::size_t bytes) const {
   if (st.log_file.empty()) return {};
   const int fd = ::open(st.log_file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
@@ -191,7 +202,7 @@ std::string Filesystem::log_tail(const sup::CommandStatus& st) const {
   if (::fstat(fd, &sb) == 0) {
     // Read a little more than we show, so a secret cut by the window's
     // start is still recognised and masked.
-    const off_t want = static_cast<off_t>(kTailBytes + 1024);
+    const off_t want = static_cast<off_t>(bytes + 1024);
     const off_t from = sb.st_size > want ? sb.st_size - want : 0;
     buf.resize(static_cast<std::size_t>(sb.st_size - from));
     const ssize_t n = ::pread(fd, buf.data(), buf.size(), from);
@@ -199,7 +210,7 @@ std::string Filesystem::log_tail(const sup::CommandStatus& st) const {
   }
   ::close(fd);
   std::string masked = sup_.mask(buf, st.bg_id);
-  if (masked.size() > kTailBytes) masked.erase(0, masked.size() - kTailBytes);
+  if (masked.size() > bytes) masked.erase(0, masked.size() - bytes);
   return masked;
 }
 

@@ -16,9 +16,13 @@
 #include <nlohmann/json.hpp>
 
 #include "fsd/box_report.hpp"
+#include "fsd/ended_lines.hpp"
+#include "fsd/entry_invalidator.hpp"
 #include "fsd/error_log.hpp"
+#include "fsd/file_params.hpp"
 #include "fsd/inode.hpp"
 #include "fsd/open_handles.hpp"
+#include "fsd/param_nodes.hpp"
 #include "fsd/parked_requests.hpp"
 #include "fsd/scratch_files.hpp"
 #include "fsd/start_requests.hpp"
@@ -35,7 +39,13 @@ struct Config {
   bool allow_other = false;                     ///< users see and run only their own commands
   std::size_t output_max = std::size_t{1} << 20;  ///< bytes of each stream in procs/ID/output
   std::chrono::milliseconds scratch_ttl{60000};  ///< an unrenamed scratch file lives this long after its last close
+  std::uint64_t log_max = 0;                    ///< the supervisor's log_max (0: no limit)
   std::chrono::seconds keep_steps{604800};      ///< the box's steps are kept this long; 0: forever
+
+  /// The bounds of file-name parameters these options set.
+  ParamLimits param_limits() const {
+    return ParamLimits{static_cast<std::int64_t>(wait_timeout.count()), static_cast<std::int64_t>(log_max)};
+  }
 };
 
 /// Who sent a request (fuse_req_ctx) and that process's session id.
@@ -56,11 +66,18 @@ struct Requester {
   std::string cwd() const;
 };
 
-/// An inode mapped back: which file, and for a command's files a snapshot of its record.
+/// An inode mapped back: which file, and for a command's files a snapshot of
+/// its record; for a name with parameters (`wait,timeoutSec=5`), those.
 struct Node {
   Kind kind;
   fuse_ino_t ino = 0;
   std::optional<sup::CommandStatus> record;
+  std::shared_ptr<const FileParams> params = nullptr;  ///< null: the plain name
+
+  const FileParams& keys() const {
+    static const FileParams none;
+    return params ? *params : none;
+  }
 
   const std::string& id() const { return record->bg_id; }
 };
@@ -85,6 +102,9 @@ class Filesystem {
   WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
   StepStore& steps() { return steps_; }
   ScratchFiles& scratch() { return scratch_; }
+  ParamNodes& param_nodes() { return param_nodes_; }
+  EntryInvalidator& invalidator() { return invalidator_; }
+  EndedLines& ended_lines() { return ended_lines_; }
 
   /// Adds an action done through the tree to the box's steps (root
   /// status.json `steps`, steps.json): `summary` and the note masked, cwd,
@@ -116,14 +136,16 @@ class Filesystem {
   bool mine(const sup::CommandStatus& st, const Requester& reader) const;
   /// One command's status.json: the record plus logPath and mine, strings masked.
   nlohmann::json record_json(const sup::CommandStatus& st, const Requester& reader) const;
-  /// The last 4096 bytes of the command's log, secrets masked.
-  std::string log_tail(const sup::CommandStatus& st) const;
+  /// The last `bytes` bytes of the command's log, secrets masked.
+  std::string log_tail(const sup::CommandStatus& st, std::size_t bytes = kDefaultTailBytes) const;
+  static constexpr std::size_t kDefaultTailBytes = 4096;
   std::string mask(std::string_view text, const std::string& id) const { return sup_.mask(text, id); }
 
   /// Stops listening to the supervisor, answers every parked request (starts
   /// under way fail), then frees the files left open; called once the FUSE
   /// loop has ended, before the supervisor goes away.
   void shutdown() {
+    invalidator_.stop();
     sup_.unsubscribe(ended_subscription_);
     sup_.cancel_starts();
     parked_.shutdown();
@@ -134,6 +156,9 @@ class Filesystem {
   void remember(const sup::CommandStatus& st);
   /// The box's steps of command `id` learn its end, if it has ended.
   void complete_steps(const std::string& id);
+  sup::Result<Node> resolve_record(fuse_ino_t ino, Kind kind, std::uint64_t serial, const Requester& who);
+  /// resolve() of a name with parameters (an inode of param_nodes_).
+  sup::Result<Node> resolve_param(fuse_ino_t ino, const Requester& who);
 
   sup::Supervisor& sup_;
   const Config cfg_;
@@ -147,6 +172,9 @@ class Filesystem {
   WorkDirSizes work_dir_sizes_;
   StepStore steps_;
   ScratchFiles scratch_;  // after errors_, which it writes to
+  ParamNodes param_nodes_;
+  EndedLines ended_lines_;
+  EntryInvalidator invalidator_{std::chrono::seconds(1)};
 
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_

@@ -6,7 +6,11 @@
 // bytes (a cut stream keeps its end: what a failing command printed last),
 // secrets masked. Bytes that are not valid UTF-8 become the four characters
 // \xHH (uppercase hex) and are counted in escapedBytes: never dropped.
+//
+// `output,timeoutSec=N` caps this read alone; `output,maxBytes=N` caps each
+// stream at N bytes in place of output_max (0: no cap, up to log_max).
 #include <cerrno>
+#include <cstdint>
 #include <ctime>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -94,16 +98,26 @@ std::int64_t now_ms() {
 
 class OutputHandle : public BlockingReadHandle {
  public:
-  OutputHandle(Filesystem& fs, std::string id, Requester reader)
-      : BlockingReadHandle(fs, std::move(id), reader, ParkedRequests::Until::ended) {}
+  OutputHandle(Filesystem& fs, const Node& node, Requester reader)
+      : BlockingReadHandle(fs, node.id(), reader, ParkedRequests::Until::ended), cap_(stream_cap(fs, node)) {
+    cap_from(node);
+  }
 
  private:
   // Up to twice output_max read, escaped and dumped: not on the event thread.
   ParkedRequests::Cost cost() const override { return ParkedRequests::Cost::heavy; }
   bool shows_cpu() const override { return false; }
+  const std::size_t cap_;  // bytes of each stream
+
+  static std::size_t stream_cap(const Filesystem& fs, const Node& node) {
+    const std::optional<std::int64_t> max = node.keys().number("maxBytes");
+    if (!max) return fs.config().output_max;
+    if (*max > 0) return static_cast<std::size_t>(*max);
+    return fs.config().log_max > 0 ? static_cast<std::size_t>(fs.config().log_max) : SIZE_MAX;
+  }
 
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
-    const std::size_t cap = fs_.config().output_max;
+    const std::size_t cap = cap_;
     Stream out = read_end(st.stdout_file, cap);
     Stream err = read_end(st.stderr_file, cap);
     std::size_t out_escaped = 0, err_escaped = 0;
@@ -154,7 +168,7 @@ std::string escape_utf8(std::string_view in, std::size_t* escaped) {
 }
 
 std::unique_ptr<Handle> open_output(Filesystem& fs, const Node& node, const Requester& reader) {
-  return std::make_unique<OutputHandle>(fs, node.id(), reader);
+  return std::make_unique<OutputHandle>(fs, node, reader);
 }
 
 }  // namespace fsd

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "fsd/reader_condition.hpp"
+
 namespace fsd {
 
 ParkedRequests::ParkedRequests(sup::Supervisor& sup) : sup_(sup) {
@@ -14,7 +16,8 @@ ParkedRequests::ParkedRequests(sup::Supervisor& sup) : sup_(sup) {
 ParkedRequests::~ParkedRequests() { shutdown(); }
 
 void ParkedRequests::park(fuse_req_t req, const std::string& id, Until until,
-                          std::optional<std::chrono::milliseconds> cap, Answer answer, Cost cost) {
+                          std::optional<std::chrono::milliseconds> cap, Answer answer, Cost cost,
+                          const ReaderCondition* own) {
   // NOTES.md §1: register before taking mu_ (libfuse calls back under
   // req->lock, and at once if the interrupt already came).
   fuse_req_interrupt_func(req, &ParkedRequests::on_interrupt, this);
@@ -32,14 +35,14 @@ void ParkedRequests::park(fuse_req_t req, const std::string& id, Until until,
       return;
     }
     seq = next_seq_++;
-    parked_.emplace(req, Parked{id, until, std::move(answer), seq, 0, cost});
+    parked_.emplace(req, Parked{id, until, std::move(answer), seq, 0, cost, own});
   }
   // From here on another thread may answer (and free) req at any moment;
   // `seq` makes sure we only ever take back our own request.
 
   // It may have happened before we parked, its event already gone: look.
   Outcome why = Outcome::ended;
-  if (holds(id, until, &why)) {
+  if (holds(id, until, own, &why)) {
     std::optional<Parked> p;
     {
       std::lock_guard g(mu_);
@@ -88,7 +91,7 @@ void ParkedRequests::on_cap(fuse_req_t req, std::uint64_t seq) {
   }
   // It happened just now (its event will find nothing here): say so; else capped.
   Outcome why = Outcome::capped;
-  if (!holds(p->id, p->until, &why)) why = Outcome::capped;
+  if (!holds(p->id, p->until, p->own, &why)) why = Outcome::capped;
   deliver(req, std::move(*p), why);
 }
 
@@ -113,11 +116,13 @@ void ParkedRequests::on_event(const sup::Event& ev) {
   // (procs/ID/cmd restarted it). Decide on the record as it is now.
   const std::optional<sup::CommandStatus> st = sup_.status(ev.bg_id, sup::CpuFigure::skip);
   Outcome why_ended = Outcome::ended, why_ready = Outcome::ended;
-  const bool ended = holds(st, Until::ended, &why_ended);
-  const bool ready = holds(st, Until::ready, &why_ready);
+  const bool ended = holds(st, Until::ended, nullptr, &why_ended);
+  const bool ready = holds(st, Until::ready, nullptr, &why_ready);
   if (!ended && !ready) return;
-  auto due_now = [&](const std::string& id, Until until) {
-    return id == ev.bg_id && (until == Until::ended ? ended : ready);
+  // A reader's own condition is not the record's: only the end answers it
+  // here (condition_met() answers it when it holds; the answer looks again).
+  auto due_now = [&](const std::string& id, Until until, const ReaderCondition* own) {
+    return id == ev.bg_id && ((until == Until::ended || own) ? ended : ready);
   };
 
   std::vector<std::tuple<fuse_req_t, Parked, Outcome>> due;
@@ -125,8 +130,8 @@ void ParkedRequests::on_event(const sup::Event& ev) {
   {
     std::lock_guard g(mu_);
     for (auto it = parked_.begin(); it != parked_.end();) {
-      if (due_now(it->second.id, it->second.until)) {
-        const Outcome why = it->second.until == Until::ended ? why_ended : why_ready;
+      if (due_now(it->second.id, it->second.until, it->second.own)) {
+        const Outcome why = (it->second.until == Until::ended || it->second.own) ? why_ended : why_ready;
         due.emplace_back(it->first, std::move(it->second), why);
         it = parked_.erase(it);
       } else {
@@ -134,7 +139,7 @@ void ParkedRequests::on_event(const sup::Event& ev) {
       }
     }
     for (auto it = watches_.begin(); it != watches_.end();) {
-      if (due_now(it->second.id, it->second.until)) {
+      if (due_now(it->second.id, it->second.until, it->second.own)) {
         polls.push_back(it->second.ph);
         it = watches_.erase(it);
       } else {
@@ -162,17 +167,18 @@ std::optional<ParkedRequests::Parked> ParkedRequests::take(fuse_req_t req) {
   return p;
 }
 
-bool ParkedRequests::holds(const std::string& id, Until until, Outcome* why) const {
-  return holds(sup_.status(id, sup::CpuFigure::skip), until, why);
+bool ParkedRequests::holds(const std::string& id, Until until, const ReaderCondition* own, Outcome* why) const {
+  return holds(sup_.status(id, sup::CpuFigure::skip), until, own, why);
 }
 
-bool ParkedRequests::holds(const std::optional<sup::CommandStatus>& st, Until until, Outcome* why) {
+bool ParkedRequests::holds(const std::optional<sup::CommandStatus>& st, Until until, const ReaderCondition* own,
+                           Outcome* why) {
   if (!st) {
     *why = Outcome::gone;
     return true;
   }
   // A command that became ready and ended since was ready first.
-  if (until == Until::ready && st->ready) {
+  if (until == Until::ready && (own ? own->met() : st->ready)) {
     *why = Outcome::ready;
     return true;
   }
@@ -183,7 +189,8 @@ bool ParkedRequests::holds(const std::optional<sup::CommandStatus>& st, Until un
   return false;
 }
 
-bool ParkedRequests::watch(const void* owner, const std::string& id, Until until, fuse_pollhandle* ph) {
+bool ParkedRequests::watch(const void* owner, const std::string& id, Until until, fuse_pollhandle* ph,
+                           const ReaderCondition* own) {
   fuse_pollhandle* old = nullptr;
   {
     std::lock_guard g(mu_);
@@ -193,12 +200,12 @@ bool ParkedRequests::watch(const void* owner, const std::string& id, Until until
     }
     Watch& w = watches_[owner];
     old = w.ph;
-    w = Watch{id, until, ph};
+    w = Watch{id, until, ph, own};
   }
   if (old) fuse_pollhandle_destroy(old);
 
   Outcome why = Outcome::ended;
-  if (!holds(id, until, &why)) return false;
+  if (!holds(id, until, own, &why)) return false;
   // It happened before (or while) we stored ph. If the event thread took ph it
   // notifies; otherwise we take it back. Readable either way.
   fuse_pollhandle* mine = nullptr;
@@ -212,6 +219,38 @@ bool ParkedRequests::watch(const void* owner, const std::string& id, Until until
   }
   if (mine) fuse_pollhandle_destroy(mine);
   return true;
+}
+
+void ParkedRequests::condition_met(const ReaderCondition* own) {
+  std::vector<std::pair<fuse_req_t, Parked>> due;
+  std::vector<fuse_pollhandle*> polls;
+  {
+    std::lock_guard g(mu_);
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      if (it->second.own == own) {
+        due.emplace_back(it->first, std::move(it->second));
+        it = parked_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = watches_.begin(); it != watches_.end();) {
+      if (it->second.own == own) {
+        polls.push_back(it->second.ph);
+        it = watches_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& [req, p] : due) {
+    if (p.timer) sup_.cancel_timer(p.timer);
+    send_reply(req, p.answer(Outcome::ready));
+  }
+  for (fuse_pollhandle* ph : polls) {
+    fuse_lowlevel_notify_poll(ph);
+    fuse_pollhandle_destroy(ph);
+  }
 }
 
 void ParkedRequests::unwatch(const void* owner) {

@@ -31,6 +31,8 @@
 
 namespace fsd {
 
+class ReaderCondition;
+
 class ParkedRequests {
  public:
   /// What a parked request waits for.
@@ -59,13 +61,23 @@ class ParkedRequests {
   /// (nullopt: no cap). Registers the interrupt callback first (EINTR at once).
   /// Answers at once when `until` holds already. After this call the caller
   /// must not touch `req`.
+  ///
+  /// `own` (Until::ready only): a condition of this reader alone, in place of
+  /// the record's: the request is ready when `own` is met (condition_met()),
+  /// and the record's ready events pass it by. It must outlive the request.
   void park(fuse_req_t req, const std::string& id, Until until,
-            std::optional<std::chrono::milliseconds> cap, Answer answer, Cost cost = Cost::light);
+            std::optional<std::chrono::milliseconds> cap, Answer answer, Cost cost = Cost::light,
+            const ReaderCondition* own = nullptr);
 
   /// Keeps `ph` until `until` holds for command `id`, then notifies it.
   /// `owner` (the open file) replaces its previous pollhandle. Returns true
   /// when it holds already (the caller reports readable; `ph` has been destroyed).
-  bool watch(const void* owner, const std::string& id, Until until, fuse_pollhandle* ph);
+  /// `own` as for park(); it must outlive the watch (unwatch() first).
+  bool watch(const void* owner, const std::string& id, Until until, fuse_pollhandle* ph,
+             const ReaderCondition* own = nullptr);
+  /// Reader condition `own` holds: answers the requests parked on it (ready)
+  /// and notifies its pollhandles. Any thread, no lock held.
+  void condition_met(const ReaderCondition* own);
   /// Drops `owner`'s pollhandle (release of the open file).
   void unwatch(const void* owner);
 
@@ -82,11 +94,13 @@ class ParkedRequests {
     std::uint64_t seq = 0;    // tells a stale cap timer from a later request at the same address
     std::uint64_t timer = 0;  // 0: none
     Cost cost = Cost::light;
+    const ReaderCondition* own = nullptr;
   };
   struct Watch {
     std::string id;
     Until until;
     fuse_pollhandle* ph = nullptr;
+    const ReaderCondition* own = nullptr;
   };
 
   static void on_interrupt(fuse_req_t req, void* self);
@@ -97,9 +111,11 @@ class ParkedRequests {
   /// Builds and sends the answer of a request taken out: here, or on the
   /// worker pool when it is heavy.
   void deliver(fuse_req_t req, Parked p, Outcome why);
-  /// Whether `until` holds for `id` now; if so, *why says how.
-  bool holds(const std::string& id, Until until, Outcome* why) const;
-  static bool holds(const std::optional<sup::CommandStatus>& st, Until until, Outcome* why);
+  /// Whether `until` (with reader condition `own`, may be null) holds for
+  /// `id` now; if so, *why says how.
+  bool holds(const std::string& id, Until until, const ReaderCondition* own, Outcome* why) const;
+  static bool holds(const std::optional<sup::CommandStatus>& st, Until until, const ReaderCondition* own,
+                    Outcome* why);
 
   sup::Supervisor& sup_;
   std::uint64_t subscription_ = 0;

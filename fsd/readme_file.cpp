@@ -52,6 +52,31 @@ WATCH IT
   procs/ID/ready           write `port 3000`, `log REGEX` or `http 3000 /health`;
                            reading blocks until the command is ready (or ended)
 
+PARAMETERS IN THE NAME
+  A read's parameters go in the file name: FILE,KEY=VALUE,KEY (no spaces).
+  Such names open like the file itself but are not listed by ls.
+  procs/ID/wait,timeoutSec=N,tailBytes=N
+                           wait at most N s for this read alone (1..)" + cap + R"(),
+                           then "stillRunning": true; logTail holds the last
+                           tailBytes bytes of log (1..16384, default 4096)
+  procs/ID/ready,timeoutSec=N,tailBytes=N,readyPort=N
+                           as for wait (tailBytes adds logTail to proc);
+                           readyPort=N waits for port N for this read alone
+                           (the command's own condition is not needed, used
+                           or replaced)
+  procs/ID/output,timeoutSec=N,maxBytes=N
+                           as for wait; each stream its last N bytes
+                           (0: no cap, up to log_max)
+  procs/ID/tail,tailBytes=N       the last N bytes of log (1..16384)
+  procs/ID/status.json,tailBytes=N the record, with logTail
+  status.json,all          ended commands too, oldest first, with exitCode,
+                           signal, endReason and finishedAt
+  status.json,tailBytes=N  each listed command with logTail (with all too:
+                           status.json,all,tailBytes=200)
+  An unknown key, a bad value, a value out of range or a key given twice
+  fails the open with EINVAL and a line in errors saying which key and why.
+  Example: cat )" + m + R"(/procs/ID/wait,timeoutSec=60,tailBytes=2000
+
 CONTROL IT
   echo > procs/ID/stop     stops the whole process tree (TERM, KILL after the
                            grace); returns once nothing of it is left

@@ -5,6 +5,12 @@
 //   {"proc": {...}, "ready": true, "readyAt": "...", "stillRunning": true}
 // with "ready": false when it ended first (or the cap ran out: then
 // "stillRunning": true). Blocking works as for `wait` (BlockingReadHandle).
+//
+// `ready,timeoutSec=N` caps this read alone; `ready,tailBytes=N` adds the
+// last N bytes of the log to the answer's proc as `logTail`;
+// `ready,readyPort=N` waits for port N for this reader alone (a
+// ReaderCondition): the record's condition (readyWhen) is neither needed,
+// used nor replaced, and "readyAt" is when this reader's condition held.
 #include <atomic>
 #include <cerrno>
 
@@ -19,14 +25,24 @@ namespace {
 
 class ReadyHandle : public BlockingReadHandle {
  public:
-  ReadyHandle(Filesystem& fs, std::string id, Requester reader)
-      : BlockingReadHandle(fs, std::move(id), reader, ParkedRequests::Until::ready) {}
+  ReadyHandle(Filesystem& fs, const Node& node, Requester reader)
+      : BlockingReadHandle(fs, node.id(), reader, ParkedRequests::Until::ready),
+        tail_bytes_(static_cast<std::size_t>(node.keys().number("tailBytes").value_or(0))) {
+    cap_from(node);
+    if (const std::optional<std::int64_t> port = node.keys().number("readyPort")) {
+      sup::ReadyCondition c;
+      c.kind = sup::ReadyCondition::Kind::port;
+      c.port = static_cast<int>(*port);
+      wait_for(std::make_unique<ReaderCondition>(fs.sup(), fs.parked(), id_, std::move(c)));
+    }
+  }
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override {
     // Nothing to wait for: say so rather than block until the end.
-    if (const auto st = fs_.sup().status(id_, sup::CpuFigure::skip); st && st->running && st->ready_condition.empty()) {
+    if (const auto st = fs_.sup().status(id_, sup::CpuFigure::skip);
+        !own_condition() && st && st->running && st->ready_when.empty()) {
       const std::string reason = "'" + id_ + "' has no ready condition: write one to this file first "
-                                 "('port N', 'log REGEX' or 'http N /PATH')";
+                                 "('port N', 'log REGEX' or 'http N /PATH'), or read ready,readyPort=N";
       fs_.errors().add("procs/" + id_ + "/ready", EINVAL, reason, "", id_);
       return Reply::error(EINVAL);
     }
@@ -53,22 +69,30 @@ class ReadyHandle : public BlockingReadHandle {
 
  private:
   std::atomic<bool> too_big_{false};  // refusing the rest of an oversized line until close
+  const std::size_t tail_bytes_;        // 0: no logTail
 
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
-    const bool ready = why == ParkedRequests::Outcome::ready;
-    return dump_json({
-        {"proc", fs_.record_json(st, reader_)},
+    const ReaderCondition* own = own_condition();
+    // A reader's own condition that held just before the end was met first.
+    const bool ready = why == ParkedRequests::Outcome::ready || (own && own->met());
+    const std::string ready_at = own ? own->met_at() : st.ready_at;
+    nlohmann::json proc = fs_.record_json(st, reader_);
+    if (tail_bytes_ > 0) proc["logTail"] = fs_.log_tail(st, tail_bytes_);
+    nlohmann::json j = {
+        {"proc", std::move(proc)},
         {"ready", ready},
-        {"readyAt", ready && !st.ready_at.empty() ? nlohmann::json(st.ready_at) : nlohmann::json(nullptr)},
+        {"readyAt", ready && !ready_at.empty() ? nlohmann::json(ready_at) : nlohmann::json(nullptr)},
         {"stillRunning", st.running},
-    });
+    };
+    if (own) j["readyWhen"] = own->condition().describe();
+    return dump_json(j);
   }
 };
 
 }  // namespace
 
 std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const Requester& reader) {
-  return std::make_unique<ReadyHandle>(fs, node.id(), reader);
+  return std::make_unique<ReadyHandle>(fs, node, reader);
 }
 
 }  // namespace fsd

@@ -4,76 +4,141 @@
 // handle: st_size 0 and direct_io, so a reader never sees a snapshot clipped
 // to a stale size (NOTES.md §2). The root report never waits: the one slow
 // figure (sizes under the working directories) comes from WorkDirSizes' cache.
+//
+// Parameters in the name: `status.json,all` lists ended commands too (oldest
+// first, with how they ended); `status.json,tailBytes=N` gives each entry
+// (root) or the record (procs/ID) a `logTail` of the last N bytes of its log.
 #include <algorithm>
 
 #include "fsd/files.hpp"
+#include "fsd/ended_lines.hpp"
+#include "fsd/json_object_writer.hpp"
 
 namespace fsd {
 
 namespace {
 
 constexpr const char* kHint =
-    "finished commands are left out here: ls procs lists every command, "
+    "finished commands are left out here: status.json,all lists them too, ls procs lists every command, "
     "procs/ID/status.json is one record; write a shell command (or a JSON request) to cmd to start one, "
     "procs/ID/output blocks until it has ended and gives its output; see README";
+constexpr const char* kHintAll =
+    "every command, oldest first; procs/ID/status.json is one record; write a shell command (or a JSON "
+    "request) to cmd to start one, procs/ID/output blocks until it has ended and gives its output; see README";
+
+/// Stands for the list in the dump.
+constexpr const char* kProcsMark = "\x01procs\x01";
 
 /// Working directories measured at most (those of the oldest commands).
 constexpr std::size_t kMaxWorkDirs = 8;
 
-/// The fields of a running command the root report shows. The record's
-/// note and cmd come masked with its secrets already.
-nlohmann::json proc_summary(Filesystem& fs, const sup::CommandStatus& st, const Requester& reader) {
-  const Config& cfg = fs.config();
-  return {
-      {"bgId", st.bg_id},
-      {"running", st.running},
-      {"note", st.note},
-      {"cmd", st.cmd},
-      {"startedAt", st.started_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.started_at)},
-      {"logPath", cfg.mountpoint + "/procs/" + st.bg_id + "/log"},
-      {"cpu", st.cpu},
-      {"mine", fs.mine(st, reader)},
-      {"client", st.client.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.client)},
-  };
+/// An entry of the root list, on one line: the seed's fields where they
+/// apply (how it ended once it has; the condition when it has one). The
+/// record's note and cmd come masked with its secrets already. Written
+/// without a nlohmann::json per entry (status.json,all lists thousands), in
+/// two pieces around the value of `mine` (EndedLines keeps them), the
+/// object left open for `logTail`.
+void summary_pieces(const Filesystem& fs, const sup::CommandStatus& st, std::string& head, std::string& rest) {
+  JsonObjectWriter(head)
+      .str("bgId", st.bg_id)
+      .boolean("running", st.running)
+      .str("state", st.state)
+      .str("note", st.note)
+      .str("cmd", st.cmd)
+      .str("cwd", st.cwd)
+      .num_or_null("pid", st.pid > 0 ? std::optional<std::int64_t>(st.pid) : std::nullopt)
+      .str_or_null("startedAt", st.started_at)
+      .str("logPath", fs.config().mountpoint + "/procs/" + st.bg_id + "/log");
+  head += ", \"mine\": ";
+  JsonObjectWriter w(rest, JsonObjectWriter::More{});
+  w.str_or_null("client", st.client).num("cpu", st.cpu);
+  if (!st.running) {
+    w.num_or_null("exitCode", st.exit_code ? std::optional<std::int64_t>(*st.exit_code) : std::nullopt)
+        .str_or_null("signal", st.signal)
+        .str_or_null("endReason", st.end_reason)
+        .str_or_null("finishedAt", st.finished_at);
+  }
+  if (!st.ready_when.empty())
+    w.str("readyWhen", st.ready_when).boolean("ready", st.ready).str_or_null("readyAt", st.ready_at);
 }
 
-std::string supervisor_status(Filesystem& fs, const Requester& reader) {
+/// `logTail` of `st` (only bg_id and log_file are used), when asked for.
+void append_tail(const Filesystem& fs, const sup::CommandStatus& st, std::optional<std::int64_t> tail_bytes,
+                 std::string& out) {
+  if (tail_bytes)
+    JsonObjectWriter(out, JsonObjectWriter::More{}).str("logTail", fs.log_tail(st, static_cast<std::size_t>(*tail_bytes)));
+}
+
+std::string supervisor_status(Filesystem& fs, const Node& node, const Requester& reader) {
   const sup::SupervisorInfo info = fs.sup().info();
-  // Ended records are counted, not copied (thousands of them made this
-  // read slow; bench/RESULTS.md). With allow_other a user sees their own.
+  const bool all = node.keys().has("all");
+  const std::optional<std::int64_t> tail_bytes = node.keys().number("tailBytes");
+  // Ended records are counted, not copied (thousands of them made this read
+  // slow; bench/RESULTS.md); with `all` they are listed from EndedLines.
+  // With allow_other a user sees their own.
+  const std::optional<uid_t> owner = fs.sees_all(reader) ? std::nullopt : std::optional<uid_t>(reader.uid);
   std::size_t finished = 0;
-  std::vector<sup::CommandStatus> running =
-      fs.sees_all(reader) ? fs.sup().list_running(&finished) : fs.sup().list_running(&finished, reader.uid);
+  const std::vector<sup::CommandStatus> running = fs.sup().list_running(&finished, owner);
+  const std::vector<sup::EndedEntry> ended = all ? fs.sup().ended_entries(owner) : std::vector<sup::EndedEntry>{};
   // Oldest first: named commands do not sort by bgId. Pointers are sorted,
   // not the records (moving a thousand of them showed in the profile).
-  std::vector<const sup::CommandStatus*> order;
-  order.reserve(running.size());
-  for (const sup::CommandStatus& st : running) order.push_back(&st);
-  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
-    return a->started_at < b->started_at;
-  });
-  nlohmann::json procs = nlohmann::json::array();
+  struct Item {
+    const std::string* started_at;
+    const sup::CommandStatus* running;  // or
+    const sup::EndedEntry* ended;
+  };
+  std::vector<Item> order;
+  order.reserve(running.size() + ended.size());
+  for (const sup::CommandStatus& st : running) order.push_back({&st.started_at, &st, nullptr});
+  for (const sup::EndedEntry& e : ended) order.push_back({&e.started_at, nullptr, &e});
+  std::stable_sort(order.begin(), order.end(), [](const Item& a, const Item& b) { return *a.started_at < *b.started_at; });
+  // The list is spliced into the dump below in place of kProcsMark, one
+  // entry a line, indented as the dump indents.
+  std::string procs = "[";
+  procs.reserve(order.size() * (tail_bytes ? 512 + static_cast<std::size_t>(*tail_bytes) : 512));
+  const auto mine = [&](const sup::CommandStatus& owner_of) { return fs.mine(owner_of, reader); };
+  const auto tail = [&](const sup::CommandStatus& owner_of, std::string& out) { append_tail(fs, owner_of, tail_bytes, out); };
+  const auto render = [&](const sup::CommandStatus& st, std::string& head, std::string& rest) {
+    summary_pieces(fs, st, head, rest);
+  };
   std::vector<std::string> work_dirs;
-  for (const sup::CommandStatus* p : order) {
-    const sup::CommandStatus& st = *p;
-    procs.push_back(proc_summary(fs, st, reader));
+  std::string head, rest;
+  for (const Item& item : order) {
+    const std::size_t mark = procs.size();
+    procs += mark == 1 ? "\n    " : ",\n    ";
+    if (item.ended) {
+      if (!fs.ended_lines().append(procs, fs.sup(), *item.ended, render, mine, tail)) procs.resize(mark);
+      continue;
+    }
+    const sup::CommandStatus& st = *item.running;
+    head.clear();
+    rest.clear();
+    summary_pieces(fs, st, head, rest);
+    procs += head;
+    procs += mine(st) ? "true" : "false";
+    procs += rest;
+    tail(st, procs);
+    procs += '}';
     if (work_dirs.size() < kMaxWorkDirs && !st.cwd.empty() &&
         std::find(work_dirs.begin(), work_dirs.end(), st.cwd) == work_dirs.end())
       work_dirs.push_back(st.cwd);
   }
+  if (all && !owner) fs.ended_lines().keep_only(ended);
   nlohmann::json measured = nlohmann::json::array();
   nlohmann::json not_measured = nlohmann::json::array();
   fs.work_dir_sizes().report(work_dirs, measured, not_measured);
+  procs += procs.size() == 1 ? "]" : "\n  ]";
   const nlohmann::json j = {
       {"supervisor",
        {{"version", SBX_VERSION},
         {"pid", info.pid},
         {"startedAt", info.started_at},
         {"mountpoint", fs.config().mountpoint},
-        {"stateDir", info.state_dir}}},
-      {"procs", std::move(procs)},
+        {"stateDir", info.state_dir},
+        {"paramNodes", fs.param_nodes().size()}}},
+      {"procs", kProcsMark},
       {"finished", finished},
-      {"hint", kHint},
+      {"hint", all ? kHintAll : kHint},
       {"steps", fs.box_steps().latest()},
       {"load", load_json()},
       {"memory", memory_json()},
@@ -81,16 +146,30 @@ std::string supervisor_status(Filesystem& fs, const Requester& reader) {
       {"workDirSizes", std::move(measured)},
       {"notMeasured", std::move(not_measured)},
   };
-  return dump_json(j);
+  const std::string text = dump_json(j);
+  // With its key: the quotes around it are the dump's own, never in a string.
+  const std::string key = "\"procs\": ";
+  const std::string mark = key + nlohmann::json(kProcsMark).dump();
+  const std::size_t at = text.find(mark);
+  if (at == std::string::npos) return text;
+  // The report around the list, in the list's buffer: one buffer of
+  // megabytes (status.json,all) is written once, not copied into another.
+  procs.insert(0, std::string_view(text).substr(0, at + key.size()));
+  procs.append(std::string_view(text).substr(at + mark.size()));
+  return procs;
 }
 
 }  // namespace
 
 std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const Requester& reader) {
-  if (node.kind == Kind::status) return std::make_unique<SnapshotHandle>(supervisor_status(fs, reader));
+  if (node.kind == Kind::status) return std::make_unique<SnapshotHandle>(supervisor_status(fs, node, reader));
   // The node's record was looked up without a CPU sample; this file shows one.
   const std::optional<sup::CommandStatus> st = fs.sup().status(node.id());
-  return std::make_unique<SnapshotHandle>(dump_json(fs.record_json(st ? *st : *node.record, reader)));
+  const sup::CommandStatus& record = st ? *st : *node.record;
+  nlohmann::json j = fs.record_json(record, reader);
+  if (const std::optional<std::int64_t> n = node.keys().number("tailBytes"))
+    j["logTail"] = fs.log_tail(record, static_cast<std::size_t>(*n));
+  return std::make_unique<SnapshotHandle>(dump_json(j));
 }
 
 }  // namespace fsd

@@ -74,6 +74,49 @@ std::optional<timespec> start_time(const std::string& iso) {
 void append_scratch(std::vector<DirEntry>& out, Filesystem& fs, const Node& dir, const Requester& who) {
   std::vector<DirEntry> scratch = list_scratch(fs, dir, who);
   out.insert(out.end(), std::make_move_iterator(scratch.begin()), std::make_move_iterator(scratch.end()));
+/// The kind of the tree's file `name` in `dir`; nullopt when `dir` has none such.
+template <std::size_t N>
+std::optional<Kind> kind_named(const FileSpec (&files)[N], std::string_view name) {
+  for (const FileSpec& f : files)
+    if (name == f.name) return f.kind;
+  return std::nullopt;
+}
+
+/// The node of `name`, FILE,KEYS with FILE a file of `parent` of kind `kind`
+/// (in `dir`): a ParamNodes inode, one more lookup counted; EINVAL with a
+/// line in `errors` when a key is wrong.
+sup::Result<Node> param_node(Filesystem& fs, const Node& parent, Kind kind, ParamDir dir, std::string_view name) {
+  const auto [file, keys] = *split_param_name(name);
+  sup::Result<FileParams> params = parse_file_params(file, find_param_file(dir, file), keys, fs.config().param_limits());
+  if (!params) {
+    const std::string id = parent.record ? parent.id() : "";
+    fs.errors().add(id.empty() ? std::string(name) : "procs/" + id + "/" + std::string(name), EINVAL,
+                    params.error().message, name, id);
+    return params.error();
+  }
+  Node node = parent.record ? fs.node_of(*parent.record, kind) : Node{kind, fixed_ino(kind), std::nullopt};
+  node.ino = fs.param_nodes().acquire(parent.record ? parent.record->serial : 0, kind, *params);
+  node.params = std::make_shared<const FileParams>(std::move(params.value()));
+  // The kernel would keep this name (and its inode, and our entry) until
+  // memory runs short: have it dropped soon.
+  fs.invalidator().schedule(parent.ino, std::string(name));
+  return node;
+}
+
+/// A name with parameters, `FILE,KEYS`, where FILE is a file of `parent`:
+/// its node or EINVAL (param_node). nullopt when `name` is not of that form
+/// (then it is no file of the tree, or a plain one).
+std::optional<sup::Result<Node>> lookup_with_params(Filesystem& fs, const Node& parent, std::string_view name) {
+  const auto split = split_param_name(name);
+  if (!split) return std::nullopt;
+  if (parent.kind == Kind::root) {
+    if (const std::optional<Kind> kind = kind_named(kRootFiles, split->first))
+      return param_node(fs, parent, *kind, ParamDir::root, name);
+  } else if (parent.kind == Kind::record_dir) {
+    if (const std::optional<Kind> kind = kind_named(kRecordFiles, split->first))
+      return param_node(fs, parent, *kind, ParamDir::record, name);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -100,7 +143,12 @@ double timeout_of(Kind kind) { return is_record_kind(kind) || kind == Kind::scra
 
 double attr_timeout_of(Kind kind) { return kind == Kind::record_dir ? 1.0 : timeout_of(kind); }
 
+double timeout_of(const Node& node) { return node.params ? 0.0 : timeout_of(node.kind); }
+
+double attr_timeout_of(const Node& node) { return node.params ? 0.0 : attr_timeout_of(node.kind); }
+
 sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who) {
+  if (std::optional<sup::Result<Node>> with_params = lookup_with_params(fs, parent, name)) return *with_params;
   switch (parent.kind) {
     case Kind::root:
       for (const FileSpec& f : kRootFiles)

@@ -6,6 +6,9 @@
 // thread: the supervisor's `ended` event or the cap timer answers it; an
 // interrupt (Ctrl-C, `timeout`) answers EINTR at once and leaves the command
 // alone. poll(): readable once the command has ended.
+//
+// `wait,timeoutSec=N` caps this read alone (then "stillRunning": true);
+// `wait,tailBytes=N` sets how much of the log `logTail` holds (default 4096).
 #include "fsd/blocking_read.hpp"
 #include "fsd/files.hpp"
 
@@ -15,13 +18,18 @@ namespace {
 
 class WaitHandle : public BlockingReadHandle {
  public:
-  WaitHandle(Filesystem& fs, std::string id, Requester reader)
-      : BlockingReadHandle(fs, std::move(id), reader, ParkedRequests::Until::ended) {}
+  WaitHandle(Filesystem& fs, const Node& node, Requester reader)
+      : BlockingReadHandle(fs, node.id(), reader, ParkedRequests::Until::ended),
+        tail_bytes_(static_cast<std::size_t>(node.keys().number("tailBytes").value_or(Filesystem::kDefaultTailBytes))) {
+    cap_from(node);
+  }
 
  private:
+  const std::size_t tail_bytes_;
+
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
     nlohmann::json proc = fs_.record_json(st, reader_);
-    proc["logTail"] = fs_.log_tail(st);
+    proc["logTail"] = fs_.log_tail(st, tail_bytes_);
     return dump_json({{"proc", std::move(proc)}, {"stillRunning", why == ParkedRequests::Outcome::capped}});
   }
 };
@@ -29,7 +37,7 @@ class WaitHandle : public BlockingReadHandle {
 }  // namespace
 
 std::unique_ptr<Handle> open_wait(Filesystem& fs, const Node& node, const Requester& reader) {
-  return std::make_unique<WaitHandle>(fs, node.id(), reader);
+  return std::make_unique<WaitHandle>(fs, node, reader);
 }
 
 }  // namespace fsd

@@ -29,10 +29,10 @@ nlohmann::json CommandStatus::to_json() const {
     j["droppedBytes"] = dropped_bytes;
   }
   j["cpu"] = cpu;
-  if (!ready_condition.empty()) {
+  if (!ready_when.empty()) {
     j["ready"] = ready;
     j["readyAt"] = ready_at.empty() ? json(nullptr) : json(ready_at);
-    j["readyCondition"] = ready_condition;
+    j["readyWhen"] = ready_when;
   }
   if (error) j["error"] = {{"code", error_code_name(error->code)}, {"message", error->message}};
   return j;

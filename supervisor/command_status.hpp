@@ -40,7 +40,7 @@ struct CommandStatus {
   std::string client;         ///< the starter's SBX_CLIENT; empty: none
   bool named = false;         ///< made by name (mkdir or "name"), may be restarted
   std::string log_file, stdout_file, stderr_file;  ///< paths in the state directory
-  std::string ready_condition;  ///< "port 3000" etc.; empty: no condition
+  std::string ready_when;       ///< the condition, "port 3000" etc. (readyWhen); empty: none
   bool ready = false;
   std::string ready_at;
 

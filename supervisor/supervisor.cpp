@@ -26,6 +26,7 @@
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_launcher.hpp"
 #include "supervisor/proc_tree.hpp"
+#include "supervisor/reader_probes.hpp"
 #include "supervisor/readiness_probe.hpp"
 #include "supervisor/record_files.hpp"
 #include "supervisor/secrets.hpp"
@@ -178,6 +179,7 @@ struct Supervisor::Impl {
   std::uint64_t next_token = 1;                               // guarded by listeners_mu
 
   std::map<std::string, std::shared_ptr<ReadinessProbe>> probes;  // loop thread only
+  std::unique_ptr<ReaderProbes> reader_probes;                     // made with the loop
 
   struct Starting;
   std::map<std::uint64_t, std::shared_ptr<Starting>> starts;  // loop thread only
@@ -343,7 +345,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
     s.dropped_bytes = r.ended ? r.dropped : dropped_bytes(dir).value_or(0);
   }
   if (r.ready_cond) {
-    s.ready_condition = r.ready_cond->describe();
+    s.ready_when = r.ready_cond->describe();
     s.ready = r.ready;
     s.ready_at = r.ready_at;
   }
@@ -508,6 +510,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     probe->finish();
     probes.erase(id);
   }
+  reader_probes->finish(id);
   auto text = read_file(dir + "/exit.json");
   if ((!text.ok() || !text.value()) && !scanned) {
     // Its processes are looked for in /proc: on the worker pool, not here.
@@ -601,6 +604,7 @@ void Supervisor::Impl::on_inotify() {
       auto probe = pr->second;
       probe->output();
     }
+    reader_probes->output(id);
     dispatch(Event{Event::Kind::output, id});
   }
   for (auto& id : exited) on_monitor_exit(id);
@@ -776,6 +780,7 @@ Supervisor::~Supervisor() {
   std::promise<void> dropped;
   impl_->loop->post([this, &dropped] {
     impl_->probes.clear();
+    impl_->reader_probes->clear();
     dropped.set_value();
   });
   dropped.get_future().wait();
@@ -799,6 +804,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   if (!impl->inotify) return error_from_errno(errno, "inotify_init1");
   try {
     impl->loop = std::make_unique<EventLoop>();
+    impl->reader_probes = std::make_unique<ReaderProbes>(*impl->loop);
   } catch (const std::exception& e) {
     return Error{Errc::try_again, e.what()};
   }
@@ -1260,6 +1266,26 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
   return Ok{};
 }
 
+Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const ReadyCondition& c,
+                                                   std::function<void()> on_ready) {
+  Impl& I = *impl_;
+  auto running = [&I, id] {
+    std::lock_guard g(I.mu);
+    auto it = I.records.find(id);
+    return it != I.records.end() && !it->second.slot && !it->second.ended;
+  };
+  {
+    std::lock_guard g(I.mu);
+    auto it = I.records.find(id);
+    if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
+    if (it->second.slot) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
+    if (it->second.ended) return Error{Errc::no_such_process, "'" + id + "' has ended"};
+  }
+  return I.reader_probes->add(id, c, I.dir_of(id) + "/log", std::move(on_ready), running);
+}
+
+void Supervisor::cancel_probe(std::uint64_t token) { impl_->reader_probes->cancel(token); }
+
 Status Supervisor::remove(const std::string& id) {
   Impl& I = *impl_;
   std::string del;
@@ -1331,6 +1357,19 @@ std::vector<RecordEntry> Supervisor::entries() const {
   for (auto& [id, r] : impl_->records) {
     auto s = impl_->serials.find(id);
     out.push_back(RecordEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid, r.slot && !r.error});
+  }
+  return out;
+}
+
+std::vector<EndedEntry> Supervisor::ended_entries(std::optional<uid_t> owner) const {
+  std::vector<EndedEntry> out;
+  std::lock_guard g(impl_->mu);
+  for (auto& [id, r] : impl_->records) {
+    if (r.slot || !(r.ended || r.error)) continue;  // as list_running() counts them
+    if (owner && r.owner_uid != *owner) continue;
+    auto s = impl_->serials.find(id);
+    out.push_back(EndedEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid, r.monitor.started_at,
+                             r.exit.finished_at});
   }
   return out;
 }

@@ -22,6 +22,7 @@
 #include "supervisor/error.hpp"
 #include "supervisor/retention.hpp"
 #include "supervisor/log_limit.hpp"
+#include "supervisor/ready_condition.hpp"
 #include "supervisor/spec.hpp"
 
 namespace sup {
@@ -63,6 +64,17 @@ struct RecordEntry {
   std::uint64_t serial = 0;
   uid_t owner_uid = 0;
   bool empty = false;  ///< an empty named slot
+};
+
+/// What a listing of ended records needs to tell one run from another
+/// without a snapshot: a record that has ended never changes, until its
+/// named slot runs again (another startedAt) or it is removed.
+struct EndedEntry {
+  std::string bg_id;
+  std::uint64_t serial = 0;
+  uid_t owner_uid = 0;
+  std::string started_at;
+  std::string finished_at;
 };
 
 /// Whether a status carries a fresh `cpu` figure (a few /proc reads) or 0.
@@ -115,6 +127,15 @@ class Supervisor {
   /// Sets or replaces the ready condition of a running command; probing
   /// restarts (a log condition searches from the start of the log).
   Status set_ready(const std::string& id, const ReadyCondition& c);
+  /// Probes `c` on running command `id` for one reader alone: the record's
+  /// own condition and its ready/readyAt stay as they are. `on_ready` runs at
+  /// most once, on the event thread, when `c` holds; never after
+  /// cancel_probe() of the token returned; it must not call cancel_probe().
+  /// Ended or never started: no_such_process. Each token must be cancelled.
+  Result<std::uint64_t> probe_for_reader(const std::string& id, const ReadyCondition& c,
+                                         std::function<void()> on_ready);
+  /// Ends the probe of probe_for_reader(); waits for an on_ready under way.
+  void cancel_probe(std::uint64_t token);
   /// Removes an ended command's (or empty slot's) record and logs; busy while running.
   Status remove(const std::string& id);
 
@@ -127,6 +148,9 @@ class Supervisor {
   std::vector<CommandStatus> list() const;
   /// Every record's id, serial and owner, in bgId order: for listings.
   std::vector<RecordEntry> entries() const;
+  /// The records that are not running (ended, or in state error; not the
+  /// empty slots), in bgId order; with `owner`, only that user's.
+  std::vector<EndedEntry> ended_entries(std::optional<uid_t> owner = std::nullopt) const;
   /// The running records only, in bgId order, and how many have ended
   /// (state exited or error; empty slots are not counted). Cheap with many
   /// ended records: those are counted, not copied; `cpu` as for list(), or

@@ -90,11 +90,11 @@ TEST_F(ReadyTest, BadConditionsAreEinvalWithALineInErrors) {
 TEST_F(ReadyTest, ConditionReplacedByAWrite) {
   std::string id = start(R"({"cmd": "echo alpha; sleep 30", "readyLog": "never-printed"})");
   ASSERT_FALSE(id.empty());
-  EXPECT_EQ(status_json(id)["readyCondition"], "log never-printed");
+  EXPECT_EQ(status_json(id)["readyWhen"], "log never-printed");
   ASSERT_EQ(write_file(p("procs/" + id + "/ready"), R"({"readyLog": "^alpha$"})"), 0);
   json r = parse_json(run("cat \"$MNT/procs/" + id + "/ready\"", 10).out);
   EXPECT_EQ(r["ready"], true);
-  EXPECT_EQ(status_json(id)["readyCondition"], "log ^alpha$");
+  EXPECT_EQ(status_json(id)["readyWhen"], "log ^alpha$");
 }
 
 TEST_F(ReadyTest, InterruptedReadIsReleasedAtOnce) {

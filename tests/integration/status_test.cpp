@@ -42,12 +42,13 @@ TEST_F(StatusTest, RootListsRunningOldestFirstAndCountsFinished) {
   for (auto& pr : s["procs"]) ids.push_back(pr.value("bgId", "?"));
   EXPECT_EQ(ids, (std::vector<std::string>{a, c})) << "running ones, oldest first";
   EXPECT_EQ(s["finished"], 2);
-  // Each entry is a summary: exactly these fields (procs/ID/status.json has the rest).
+  // Each entry is a summary: exactly the seed's fields that apply to a
+  // running command without a ready condition (procs/ID/status.json has the rest).
   for (auto& pr : s["procs"]) {
     std::vector<std::string> keys;
     for (auto& [k, v] : pr.items()) keys.push_back(k);
-    EXPECT_EQ(keys, (std::vector<std::string>{"bgId", "client", "cmd", "cpu", "logPath", "mine", "note", "running",
-                                              "startedAt"}));
+    EXPECT_EQ(keys, (std::vector<std::string>{"bgId", "client", "cmd", "cpu", "cwd", "logPath", "mine", "note",
+                                              "pid", "running", "startedAt", "state"}));
     EXPECT_EQ(pr["running"], true);
     EXPECT_EQ(pr["cmd"], "sleep 30");
     EXPECT_TRUE(is_iso_time(pr["startedAt"]));

@@ -121,7 +121,7 @@ TEST_F(ReadyTest, HttpAnswersOk) {
   auto st = sup_->start(spec);
   ASSERT_TRUE(st.ok()) << describe(st.error());
   ASSERT_TRUE(wait_ready(st->bg_id, 15000ms));
-  EXPECT_EQ(sup_->status(st->bg_id)->ready_condition, "http " + std::to_string(port) + " /");
+  EXPECT_EQ(sup_->status(st->bg_id)->ready_when, "http " + std::to_string(port) + " /");
 }
 
 TEST_F(ReadyTest, HttpErrorStatusIsNotReady) {
@@ -174,7 +174,7 @@ TEST_F(ReadyTest, ReadinessSurvivesReopen) {
   auto s = sup_->status("srv");
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->ready);
-  EXPECT_EQ(s->ready_condition, "log up");
+  EXPECT_EQ(s->ready_when, "log up");
 }
 
 }  // namespace

@@ -1,0 +1,60 @@
+#include "fsd/entry_invalidator.hpp"
+
+#include <pthread.h>
+
+namespace fsd {
+
+void EntryInvalidator::start(fuse_session* se) {
+  std::lock_guard g(mu_);
+  if (se_ || stop_) return;
+  se_ = se;
+  worker_ = std::thread([this] { run(); });
+}
+
+void EntryInvalidator::stop() {
+  {
+    std::lock_guard g(mu_);
+    stop_ = true;
+    queue_.clear();
+    queued_.clear();
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void EntryInvalidator::schedule(fuse_ino_t parent, std::string name) {
+  {
+    std::lock_guard g(mu_);
+    if (!se_ || stop_) return;
+    if (!queued_.emplace(parent, name).second) return;
+    const bool was_empty = queue_.empty();
+    queue_.push_back(Due{std::chrono::steady_clock::now() + linger_, parent, std::move(name)});
+    if (!was_empty) return;  // the thread wakes for the earlier one first
+  }
+  cv_.notify_one();
+}
+
+std::size_t EntryInvalidator::queued() const {
+  std::lock_guard g(mu_);
+  return queue_.size();
+}
+
+void EntryInvalidator::run() {
+  pthread_setname_np(pthread_self(), "sbx-inval");
+  std::unique_lock g(mu_);
+  for (;;) {
+    cv_.wait(g, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    if (cv_.wait_until(g, queue_.front().at, [&] { return stop_; })) return;
+    Due d = std::move(queue_.front());
+    queue_.pop_front();
+    queued_.erase({d.parent, d.name});
+    fuse_session* se = se_;
+    g.unlock();
+    // -ENOENT when the kernel has no such name (any more): nothing to do.
+    (void)fuse_lowlevel_notify_inval_entry(se, d.parent, d.name.c_str(), d.name.size());
+    g.lock();
+  }
+}
+
+}  // namespace fsd

@@ -1,0 +1,108 @@
+#pragma once
+// Parameters in file names: `FILE,KEY=VALUE,KEY`, the name of a file of the
+// tree, then comma-separated keys, each KEY=VALUE or a bare flag. A client
+// that can only open a path (an agent's read tool) passes a read's
+// parameters this way: `procs/ID/wait,timeoutSec=5,tailBytes=100`.
+//
+// One table (file_params.cpp) says which files take which keys, of which
+// type and range; adding a key to a file is one row there. Parsing is pure
+// (no FUSE, no supervisor): an unknown key, a bad value, a value out of
+// range or a key given twice is invalid_argument with a message that names
+// the key and says why.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "supervisor/error.hpp"
+
+namespace fsd {
+
+/// The directory a file with parameters is in.
+enum class ParamDir { root, record };
+
+enum class ParamType {
+  flag,    ///< `KEY` alone, no value
+  number,  ///< `KEY=N`: a whole number, decimal digits only, in the key's range
+  text,    ///< `KEY=TEXT`: any non-empty text without a comma (a cursor)
+  list,    ///< `KEY=A+B+C`: one or more non-empty items joined by '+'
+};
+
+/// Upper bounds that come from the mount's options.
+struct ParamLimits {
+  std::int64_t wait_timeout_sec = 600;
+  std::int64_t log_max = 0;  ///< 0: no limit
+};
+
+/// One key a file takes.
+struct ParamKey {
+  /// Where a number's upper bound comes from.
+  enum class Bound { fixed, wait_timeout, log_max };
+
+  std::string_view name;
+  ParamType type;
+  std::int64_t min = 0;  ///< number: the least value
+  std::int64_t max = 0;  ///< number: the greatest value, when bound is fixed
+  Bound bound = Bound::fixed;
+
+  /// The greatest value of a number under `limits`.
+  std::int64_t max_under(const ParamLimits& limits) const;
+};
+
+/// A row of the table: a file of the tree and the keys it takes.
+struct ParamFile {
+  ParamDir dir;
+  std::string_view name;
+  std::span<const ParamKey> keys;
+};
+
+/// The table: every file that takes parameters.
+std::span<const ParamFile> param_files();
+/// The row of `file` in `dir`; null when that file takes no parameters.
+const ParamFile* find_param_file(ParamDir dir, std::string_view file);
+
+/// `name` split at its first comma into FILE and KEYS; nullopt without a comma.
+std::optional<std::pair<std::string_view, std::string_view>> split_param_name(std::string_view name);
+
+/// The keys given in one name, checked against the file's row. Values.
+class FileParams {
+ public:
+  struct Value {
+    std::string key;
+    ParamType type = ParamType::flag;
+    std::int64_t number = 0;          ///< number
+    std::string text;                 ///< text; list: the items joined by '+'
+    std::vector<std::string> items;   ///< list
+  };
+
+  bool empty() const { return values_.empty(); }
+  /// The key was given (a flag: it is set).
+  bool has(std::string_view key) const { return find(key) != nullptr; }
+  std::optional<std::int64_t> number(std::string_view key) const;
+  std::optional<std::string> text(std::string_view key) const;
+  /// A list's items; empty when the key was not given.
+  std::vector<std::string> items(std::string_view key) const;
+  /// The keys in a canonical form: sorted by name, numbers in plain decimal
+  /// (`tailBytes=10,timeoutSec=5`): equal for names that mean the same.
+  const std::string& canonical() const { return canonical_; }
+  const std::vector<Value>& values() const { return values_; }
+
+ private:
+  friend sup::Result<FileParams> parse_file_params(std::string_view file, const ParamFile* row,
+                                                   std::string_view keys, const ParamLimits& limits);
+  const Value* find(std::string_view key) const;
+
+  std::vector<Value> values_;  // sorted by key
+  std::string canonical_;
+};
+
+/// Parses `keys` (what follows FILE, in `FILE,KEYS`) for file `file`, whose
+/// row is `row` (null: a file of the tree that takes no parameters, so any
+/// key is an error). invalid_argument with the reason on any mistake.
+sup::Result<FileParams> parse_file_params(std::string_view file, const ParamFile* row, std::string_view keys,
+                                          const ParamLimits& limits);
+
+}  // namespace fsd

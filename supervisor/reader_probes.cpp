@@ -1,0 +1,79 @@
+#include "supervisor/reader_probes.hpp"
+
+#include <vector>
+
+#include "supervisor/readiness_probe.hpp"
+
+namespace sup {
+
+std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::string log_path, OnReady on_ready,
+                                std::function<bool()> still_running) {
+  const std::uint64_t token = next_++;
+  auto guard = std::make_shared<Guard>();
+  guard->fn = std::move(on_ready);
+  {
+    std::lock_guard g(mu_);
+    guards_.emplace(token, guard);
+  }
+  loop_.post([this, token, id, c = std::move(c), log_path = std::move(log_path), guard,
+              still_running = std::move(still_running)] {
+    {
+      std::lock_guard g(guard->mu);
+      if (!guard->fn) return;  // cancelled already
+    }
+    if (!still_running()) return;
+    probes_[token] = Probe{id, ReadinessProbe::start(loop_, c, log_path, [this, token, guard] { fire(token, guard); })};
+  });
+  return token;
+}
+
+void ReaderProbes::cancel(std::uint64_t token) {
+  std::shared_ptr<Guard> guard;
+  {
+    std::lock_guard g(mu_);
+    auto it = guards_.find(token);
+    if (it == guards_.end()) return;
+    guard = std::move(it->second);
+    guards_.erase(it);
+  }
+  {
+    std::lock_guard g(guard->mu);
+    guard->fn = nullptr;
+  }
+  loop_.post([this, token] { probes_.erase(token); });
+}
+
+void ReaderProbes::fire(std::uint64_t token, const std::shared_ptr<Guard>& guard) {
+  {
+    std::lock_guard g(guard->mu);
+    if (guard->fn) {
+      OnReady fn = std::move(guard->fn);
+      guard->fn = nullptr;
+      fn();
+    }
+  }
+  // Not now: this runs inside the probe.
+  loop_.post([this, token] { probes_.erase(token); });
+}
+
+template <class Fn>
+void ReaderProbes::each_of(const std::string& id, Fn fn) {
+  // A callback may post an erase, never erase at once: still, walk a copy.
+  std::vector<std::shared_ptr<ReadinessProbe>> mine;
+  for (auto& [token, p] : probes_)
+    if (p.id == id) mine.push_back(p.probe);
+  for (auto& p : mine) fn(*p);
+}
+
+void ReaderProbes::output(const std::string& id) {
+  each_of(id, [](ReadinessProbe& p) { p.output(); });
+}
+
+void ReaderProbes::finish(const std::string& id) {
+  each_of(id, [](ReadinessProbe& p) { p.finish(); });
+  std::erase_if(probes_, [&](const auto& kv) { return kv.second.id == id; });
+}
+
+void ReaderProbes::clear() { probes_.clear(); }
+
+}  // namespace sup

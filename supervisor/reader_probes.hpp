@@ -1,0 +1,66 @@
+#pragma once
+// Readiness conditions of single readers (`procs/ID/ready,readyPort=N`):
+// probed like a record's own condition (ReadinessProbe), but for one reader
+// alone. The record's condition (readyWhen) and its ready/readyAt are
+// neither used nor changed, and any number of readers may each probe their
+// own condition on the same command.
+//
+// add() and cancel() may be called from any thread; output(), finish() and
+// clear() belong to the event loop's thread, where the probes live.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "supervisor/event_loop.hpp"
+#include "supervisor/ready_condition.hpp"
+
+namespace sup {
+
+class ReadinessProbe;
+
+class ReaderProbes {
+ public:
+  using OnReady = std::function<void()>;
+
+  explicit ReaderProbes(EventLoop& loop) : loop_(loop) {}
+
+  /// Starts probing `c` for command `id` (its log at `log_path`), soon, on
+  /// the loop thread, unless `still_running` says no by then. `on_ready`
+  /// runs at most once, on the loop thread, and never once cancel() of the
+  /// token has returned; it must not call cancel(). Returns the token.
+  std::uint64_t add(const std::string& id, ReadyCondition c, std::string log_path, OnReady on_ready,
+                    std::function<bool()> still_running);
+  /// Stops the probe of `token`; waits for an on_ready that is running.
+  void cancel(std::uint64_t token);
+
+  void output(const std::string& id);  ///< the log of `id` grew (loop thread)
+  void finish(const std::string& id);  ///< `id` ended: a last line is matched, probing stops (loop thread)
+  void clear();                        ///< drops every probe (loop thread)
+
+ private:
+  /// What a probe's callback and cancel() share: cancel() empties `fn`
+  /// under `mu`, so no callback starts after it.
+  struct Guard {
+    std::mutex mu;
+    OnReady fn;  // guarded by mu
+  };
+  struct Probe {
+    std::string id;
+    std::shared_ptr<ReadinessProbe> probe;
+  };
+  void fire(std::uint64_t token, const std::shared_ptr<Guard>& guard);  // loop thread
+  template <class Fn>
+  void each_of(const std::string& id, Fn fn);  // loop thread
+
+  EventLoop& loop_;
+  std::atomic<std::uint64_t> next_{1};
+  std::mutex mu_;
+  std::map<std::uint64_t, std::shared_ptr<Guard>> guards_;  // guarded by mu_
+  std::map<std::uint64_t, Probe> probes_;                   // loop thread only
+};
+
+}  // namespace sup
