@@ -74,6 +74,8 @@ std::optional<timespec> start_time(const std::string& iso) {
 void append_scratch(std::vector<DirEntry>& out, Filesystem& fs, const Node& dir, const Requester& who) {
   std::vector<DirEntry> scratch = list_scratch(fs, dir, who);
   out.insert(out.end(), std::make_move_iterator(scratch.begin()), std::make_move_iterator(scratch.end()));
+}
+
 /// The kind of the tree's file `name` in `dir`; nullopt when `dir` has none such.
 template <std::size_t N>
 std::optional<Kind> kind_named(const FileSpec (&files)[N], std::string_view name) {
