@@ -16,7 +16,7 @@ constexpr std::int64_t kMaxTailBytes = 16384;
 constexpr ParamKey kTimeoutSec{"timeoutSec", T::number, 1, 0, B::wait_timeout};
 constexpr ParamKey kTailBytes{"tailBytes", T::number, 1, kMaxTailBytes};
 
-constexpr ParamKey kRootStatusKeys[] = {{"all", T::flag}, kTailBytes};
+constexpr ParamKey kRootStatusKeys[] = {{"all", T::flag}, kTailBytes, {"fields", T::list}};
 constexpr ParamKey kWaitKeys[] = {kTimeoutSec, kTailBytes};
 constexpr ParamKey kReadyKeys[] = {kTimeoutSec, kTailBytes, {"readyPort", T::number, 1, 65535}};
 constexpr ParamKey kOutputKeys[] = {kTimeoutSec, {"maxBytes", T::number, 0, 0, B::log_max}};

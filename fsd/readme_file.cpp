@@ -73,6 +73,8 @@ PARAMETERS IN THE NAME
                            signal, endReason and finishedAt
   status.json,tailBytes=N  each listed command with logTail (with all too:
                            status.json,all,tailBytes=200)
+  status.json,fields=steps+disk   only those parts of the report (and
+                           supervisor); unknown names come back in unknownFields
   An unknown key, a bad value, a value out of range or a key given twice
   fails the open with EINVAL and a line in errors saying which key and why.
   Example: cat )" + m + R"(/procs/ID/wait,timeoutSec=60,tailBytes=2000

@@ -69,8 +69,23 @@ void append_tail(const Filesystem& fs, const sup::CommandStatus& st, std::option
     JsonObjectWriter(out, JsonObjectWriter::More{}).str("logTail", fs.log_tail(st, static_cast<std::size_t>(*tail_bytes)));
 }
 
+/// The report's top-level fields, in their order (`fields=` picks among them).
+constexpr std::string_view kReportFields[] = {"supervisor", "procs",  "finished", "hint",         "steps",
+                                              "load",       "memory", "disk",     "workDirSizes", "notMeasured"};
+
 std::string supervisor_status(Filesystem& fs, const Node& node, const Requester& reader) {
   const sup::SupervisorInfo info = fs.sup().info();
+  // status.json,fields=steps+disk: only those fields, plus supervisor; names
+  // that are none of them come back in unknownFields.
+  const std::vector<std::string> fields = node.keys().items("fields");
+  std::vector<std::string> unknown;
+  for (const std::string& f : fields)
+    if (std::find(std::begin(kReportFields), std::end(kReportFields), f) == std::end(kReportFields) &&
+        std::find(unknown.begin(), unknown.end(), f) == unknown.end())
+      unknown.push_back(f);
+  const auto wants = [&](std::string_view f) {
+    return fields.empty() || f == "supervisor" || std::find(fields.begin(), fields.end(), f) != fields.end();
+  };
   const bool all = node.keys().has("all");
   const std::optional<std::int64_t> tail_bytes = node.keys().number("tailBytes");
   // Ended records are counted, not copied (thousands of them made this read
@@ -78,8 +93,12 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
   // With allow_other a user sees their own.
   const std::optional<uid_t> owner = fs.sees_all(reader) ? std::nullopt : std::optional<uid_t>(reader.uid);
   std::size_t finished = 0;
-  const std::vector<sup::CommandStatus> running = fs.sup().list_running(&finished, owner);
-  const std::vector<sup::EndedEntry> ended = all ? fs.sup().ended_entries(owner) : std::vector<sup::EndedEntry>{};
+  // The list is also where the working directories to measure come from.
+  const bool list = wants("procs") || wants("workDirSizes") || wants("notMeasured");
+  const std::vector<sup::CommandStatus> running =
+      list || wants("finished") ? fs.sup().list_running(&finished, owner) : std::vector<sup::CommandStatus>{};
+  const std::vector<sup::EndedEntry> ended =
+      all && list ? fs.sup().ended_entries(owner) : std::vector<sup::EndedEntry>{};
   // Oldest first: named commands do not sort by bgId. Pointers are sorted,
   // not the records (moving a thousand of them showed in the profile).
   struct Item {
@@ -123,12 +142,12 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
         std::find(work_dirs.begin(), work_dirs.end(), st.cwd) == work_dirs.end())
       work_dirs.push_back(st.cwd);
   }
-  if (all && !owner) fs.ended_lines().keep_only(ended);
+  if (all && list && !owner) fs.ended_lines().keep_only(ended);
   nlohmann::json measured = nlohmann::json::array();
   nlohmann::json not_measured = nlohmann::json::array();
-  fs.work_dir_sizes().report(work_dirs, measured, not_measured);
+  if (wants("workDirSizes") || wants("notMeasured")) fs.work_dir_sizes().report(work_dirs, measured, not_measured);
   procs += procs.size() == 1 ? "]" : "\n  ]";
-  const nlohmann::json j = {
+  nlohmann::json j = {
       {"supervisor",
        {{"version", SBX_VERSION},
         {"pid", info.pid},
@@ -139,13 +158,20 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
       {"procs", kProcsMark},
       {"finished", finished},
       {"hint", all ? kHintAll : kHint},
-      {"steps", fs.box_steps().latest()},
-      {"load", load_json()},
-      {"memory", memory_json()},
-      {"disk", disk_json(info.state_dir)},
+      {"steps", wants("steps") ? fs.box_steps().latest() : nlohmann::json()},
+      {"load", wants("load") ? load_json() : nlohmann::json()},
+      {"memory", wants("memory") ? memory_json() : nlohmann::json()},
+      {"disk", wants("disk") ? disk_json(info.state_dir) : nlohmann::json()},
       {"workDirSizes", std::move(measured)},
       {"notMeasured", std::move(not_measured)},
   };
+  if (!fields.empty()) {
+    nlohmann::json picked = nlohmann::json::object();
+    for (std::string_view f : kReportFields)
+      if (wants(f)) picked[std::string(f)] = std::move(j[std::string(f)]);
+    if (!unknown.empty()) picked["unknownFields"] = unknown;
+    j = std::move(picked);
+  }
   const std::string text = dump_json(j);
   // With its key: the quotes around it are the dump's own, never in a string.
   const std::string key = "\"procs\": ";

@@ -218,6 +218,31 @@ TEST_F(SharingTest, AStartThatEndedWhileNoDaemonRanIsCompletedByTheNext) {
   EXPECT_TRUE(s["ms"].is_number()) << s.dump();
 }
 
+// status.json,fields=A+B: only those top-level fields, plus supervisor; the
+// names that are none of them come back in unknownFields.
+TEST_F(SharingTest, RootStatusFieldsPicksTheReportsParts) {
+  ASSERT_TRUE(is_auto_id(start("sleep 30")));
+  RunResult r = run("cat \"$MNT/status.json,fields=steps+disk+bogus+alsoBogus\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = parse_json(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  std::vector<std::string> keys;
+  for (auto& [k, v] : j.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"disk", "steps", "supervisor", "unknownFields"}));
+  EXPECT_EQ(j["unknownFields"], json({"bogus", "alsoBogus"}));
+  EXPECT_TRUE(j["steps"].is_array() && !j["steps"].empty());
+  // Every known field alone, from Python, and with the list's own parameters.
+  RunResult py = python(
+      "import json, os\n"
+      "m = os.environ['MNT']\n"
+      "with open(m + '/status.json,fields=procs,tailBytes=10') as f: s = json.load(f)\n"
+      "print(sorted(s), len(s['procs']), 'logTail' in s['procs'][0])\n");
+  ASSERT_EQ(py.code, 0) << py.err;
+  EXPECT_EQ(py.out, "['procs', 'supervisor'] 1 True\n");
+  // A list without an item is a bad value.
+  EXPECT_EQ(stat_errno(p("status.json,fields=")), EINVAL);
+}
+
 class StepsKeptBrieflyTest : public SharingTest {
  protected:
   StepsKeptBrieflyTest() { daemon_options_ = {"-o", "keep_steps_sec=1"}; }
