@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fsd/blocking_read.hpp"
+#include "supervisor/clock.hpp"
 #include "fsd/files.hpp"
 #include "supervisor/utf8.hpp"
 
@@ -77,24 +78,6 @@ Stream read_end(const std::string& path, std::size_t cap) {
   return s;
 }
 
-/// Milliseconds since the epoch of "2026-11-29T22:15:47.123Z"; nullopt when it is not one.
-std::optional<std::int64_t> epoch_ms(const std::string& iso) {
-  std::tm tm{};
-  int ms = 0;
-  if (iso.size() < 20) return std::nullopt;
-  if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &ms) < 6)
-    return std::nullopt;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<std::int64_t>(::timegm(&tm)) * 1000 + ms;
-}
-
-std::int64_t now_ms() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
-}
 
 class OutputHandle : public BlockingReadHandle {
  public:
@@ -128,8 +111,8 @@ class OutputHandle : public BlockingReadHandle {
     j["signal"] = st.signal.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.signal);
     j["timedOut"] = st.timed_out;
     j["truncated"] = out.truncated || err.truncated;
-    const std::optional<std::int64_t> start = epoch_ms(st.started_at);
-    const std::optional<std::int64_t> end = st.running ? now_ms() : epoch_ms(st.finished_at);
+    const std::optional<std::int64_t> start = sup::iso_to_ms(st.started_at);
+    const std::optional<std::int64_t> end = st.running ? sup::now_ms() : sup::iso_to_ms(st.finished_at);
     j["durationMs"] = start && end ? nlohmann::json(std::max<std::int64_t>(0, *end - *start)) : nlohmann::json(nullptr);
     j["bgId"] = st.bg_id;
     j["state"] = st.state;

@@ -20,12 +20,6 @@ namespace {
 constexpr std::size_t kMaxSteps = 1000;
 constexpr std::size_t kMaxName = 200;
 
-std::int64_t now_ms() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
-}
-
 /// The length of the longest prefix of `s` of at most `max` bytes that does
 /// not cut a UTF-8 character.
 std::size_t text_prefix(std::string_view s, std::size_t max) {
@@ -105,7 +99,7 @@ sup::Status StepStore::apply_line(std::vector<Step>& steps, std::string_view lin
     Step s;
     s.name = std::string(name.substr(0, text_prefix(name, kMaxName)));
     s.started_at = sup::iso_now();
-    s.start_ms = now_ms();
+    s.start_ms = sup::now_ms();
     steps.push_back(std::move(s));
     return sup::Ok{};
   }
@@ -122,7 +116,7 @@ sup::Status StepStore::apply_line(std::vector<Step>& steps, std::string_view lin
     auto open = std::find_if(steps.rbegin(), steps.rend(), [](const Step& s) { return s.running; });
     if (open == steps.rend()) return sup::Error{sup::Errc::invalid_argument, "end: no step is running"};
     open->running = false;
-    open->ms = now_ms() - open->start_ms;
+    open->ms = sup::now_ms() - open->start_ms;
     open->exit_code = exit_code;
     return sup::Ok{};
   }

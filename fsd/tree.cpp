@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fsd/files.hpp"
+#include "supervisor/clock.hpp"
 
 namespace fsd {
 
@@ -57,18 +58,12 @@ const timespec& mount_time() {
 
 sup::Error no_such_file() { return sup::Error{sup::Errc::not_found, "no such file"}; }
 
-/// A record's start time (ISO-8601 UTC with ms) as a timespec; nullopt when
-/// it has none (an empty slot) or it does not parse.
+/// A record's start time as a timespec; nullopt when it has none (an empty
+/// slot) or it does not parse.
 std::optional<timespec> start_time(const std::string& iso) {
-  std::tm tm{};
-  const char* rest = iso.empty() ? nullptr : ::strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!rest) return std::nullopt;
-  long nsec = 0;
-  if (*rest == '.') {
-    long scale = 100000000;
-    for (++rest; *rest >= '0' && *rest <= '9' && scale > 0; ++rest, scale /= 10) nsec += (*rest - '0') * scale;
-  }
-  return timespec{::timegm(&tm), nsec};
+  const std::optional<std::int64_t> ms = sup::iso_to_ms(iso);
+  if (!ms) return std::nullopt;
+  return timespec{static_cast<time_t>(*ms / 1000), static_cast<long>(*ms % 1000) * 1000000};
 }
 
 void append_scratch(std::vector<DirEntry>& out, Filesystem& fs, const Node& dir, const Requester& who) {

@@ -35,29 +35,4 @@ std::optional<EndedRecords::Millis> EndedRecords::next_expiry(const RetentionPol
   return by_end_.begin()->first + std::chrono::duration_cast<std::chrono::milliseconds>(policy.max_age).count();
 }
 
-std::optional<EndedRecords::Millis> parse_iso_millis(const std::string& iso) {
-  int y, mo, d, h, mi, s, ms;
-  char z = 0;
-  int used = 0;
-  if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c%n", &y, &mo, &d, &h, &mi, &s, &ms, &z, &used) != 8 ||
-      z != 'Z' || static_cast<std::size_t>(used) != iso.size())
-    return std::nullopt;
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = s;
-  const std::time_t t = ::timegm(&tm);
-  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
-  return static_cast<EndedRecords::Millis>(t) * 1000 + ms;
-}
-
-EndedRecords::Millis wall_millis_now() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<EndedRecords::Millis>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
 }  // namespace sup

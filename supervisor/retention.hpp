@@ -41,9 +41,5 @@ class EndedRecords {
   std::unordered_map<std::string, Millis> end_of_;
 };
 
-/// "2026-11-29T22:15:47.123Z" as milliseconds since the epoch; nullopt for anything else.
-std::optional<EndedRecords::Millis> parse_iso_millis(const std::string& iso);
-/// The wall clock now, in the same unit.
-EndedRecords::Millis wall_millis_now();
 
 }  // namespace sup

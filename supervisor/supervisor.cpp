@@ -353,14 +353,14 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
 }
 
 void Supervisor::Impl::note_ended(const Record& r) {
-  std::optional<EndedRecords::Millis> at = parse_iso_millis(r.exit.finished_at);
+  std::optional<EndedRecords::Millis> at = iso_to_ms(r.exit.finished_at);
   if (!at) {
     // A torn or missing exit record: its folder's last change is the best
     // guess (never "long ago", which the age limit would remove at once).
     struct stat st{};
     at = ::stat(dir_of(r.id).c_str(), &st) == 0
              ? static_cast<EndedRecords::Millis>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000
-             : wall_millis_now();
+             : now_ms();
   }
   ended_index.add(r.id, *at);
 }
@@ -395,7 +395,7 @@ void Supervisor::Impl::prune() {
   std::vector<std::string> removed, dirs;
   {
     std::lock_guard g(mu);
-    for (const std::string& id : ended_index.due(wall_millis_now(), opts.retention)) {
+    for (const std::string& id : ended_index.due(now_ms(), opts.retention)) {
       auto it = records.find(id);
       if (it == records.end() || reserved.count(id)) continue;  // a named start is replacing it
       Status err = Ok{};
@@ -425,7 +425,7 @@ void Supervisor::Impl::arm_retention_timer() {
   retention_timer = 0;
   retention_due = due;
   if (!due) return;
-  const auto delay = std::chrono::milliseconds(std::max<EndedRecords::Millis>(0, *due - wall_millis_now()) + 1);
+  const auto delay = std::chrono::milliseconds(std::max<EndedRecords::Millis>(0, *due - now_ms()) + 1);
   const std::uint64_t gen = ++retention_gen;
   retention_timer = loop->add_timer(Clock::now() + delay, [this, gen] {
     {
