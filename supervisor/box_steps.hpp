@@ -93,7 +93,7 @@ class BoxSteps {
   void append(const nlohmann::json& line);
   /// Removes day files whose every step is older than keep_. Holds mu_.
   void prune_days();
-  /// Every step of the day files from `from` on, completions applied, oldest first.
+  /// Every kept step of `files` (in order), completions applied, oldest first.
   std::vector<BoxStep> read_days(const std::vector<std::string>& files) const;
   std::vector<std::string> day_files() const;
   bool expired(const std::string& at) const;
