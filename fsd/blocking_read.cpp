@@ -17,7 +17,8 @@ Reply BlockingReadHandle::read(fuse_req_t req, std::size_t size, off_t off) {
     if (answer_) return Reply::slice(*answer_, off, size);
   }
   // The kernel sends no release while this read is unanswered, so `this`
-  // outlives the parked request.
+  // outlives the parked request; once answered, the dispatcher's hold keeps
+  // it alive until this handler returns.
   fs_.parked().park(
       req, id_, until_, cap_, [this, size, off](ParkedRequests::Outcome why) { return answer(why, size, off); },
       cost(), own_.get());

@@ -36,6 +36,14 @@ void guarded(fuse_req_t req, const char* op, Body&& body) noexcept {
 
 void reply_error(fuse_req_t req, const sup::Error& e) { fuse_reply_err(req, to_errno(e.code)); }
 
+/// The open file's handle, held while the handler runs (see OpenHandles);
+/// null after replying EBADF.
+std::shared_ptr<Handle> held(fuse_req_t req, const fuse_file_info* fi) {
+  std::shared_ptr<Handle> h = fi ? fs_of(req).handles().use(fi->fh) : nullptr;
+  if (!h) fuse_reply_err(req, EBADF);
+  return h;
+}
+
 /// Nonzero when the reply did not reach the kernel (an interrupted request).
 int reply_entry(fuse_req_t req, Filesystem& fs, const Node& node) {
   fuse_entry_param e{};
@@ -137,7 +145,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     Filesystem& fs = fs_of(req);
     const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
     if (!node) return reply_error(req, node.error());
-    const struct stat st = attr_of(fs, *node, handle_of(fi));
+    const struct stat st = attr_of(fs, *node, fi ? fs.handles().use(fi->fh).get() : nullptr);
     fuse_reply_attr(req, &st, attr_timeout_of(*node));
   });
 }
@@ -152,7 +160,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
     } else if (const int err = tree_setattr_errno(fs, *node, *attr, to_set)) {
       return (void)fuse_reply_err(req, err);
     }
-    const struct stat st = attr_of(fs, *node, handle_of(fi));
+    const struct stat st = attr_of(fs, *node, fi ? fs.handles().use(fi->fh).get() : nullptr);
     fuse_reply_attr(req, &st, attr_timeout_of(*node));
   });
 }
@@ -249,7 +257,8 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
 
 void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
   guarded(req, "read", [&] {
-    Handle* h = handle_of(fi);
+    const std::shared_ptr<Handle> h = held(req, fi);
+    if (!h) return;
     // fi->flags are the file's flags at this read (fcntl may have changed them).
     if ((fi->flags & O_NONBLOCK) && h->would_block()) {
       fuse_reply_err(req, EAGAIN);
@@ -262,11 +271,15 @@ void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info*
 void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
               fuse_file_info* fi) noexcept {
   guarded(req, "write",
-          [&] { send_reply(req, handle_of(fi)->write(req, std::string_view(buf, size), off)); });
+          [&] {
+            if (const std::shared_ptr<Handle> h = held(req, fi)) send_reply(req, h->write(req, std::string_view(buf, size), off));
+          });
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
-  guarded(req, "flush", [&] { send_reply(req, handle_of(fi)->flush(req)); });
+  guarded(req, "flush", [&] {
+    if (const std::shared_ptr<Handle> h = held(req, fi)) send_reply(req, h->flush(req));
+  });
 }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
@@ -277,7 +290,7 @@ void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
 void op_poll(fuse_req_t req, fuse_ino_t, fuse_file_info* fi, fuse_pollhandle* ph) noexcept {
   guarded(req, "poll", [&] {
     const unsigned events = fi->poll_events ? fi->poll_events : (POLLIN | POLLOUT);
-    send_reply(req, handle_of(fi)->poll(req, ph, events));
+    if (const std::shared_ptr<Handle> h = held(req, fi)) send_reply(req, h->poll(req, ph, events));
   });
 }
 
@@ -296,7 +309,9 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
 
 void op_readdir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) noexcept {
   guarded(req, "readdir", [&] {
-    const auto* h = static_cast<const DirHandle*>(handle_of(fi));
+    const std::shared_ptr<Handle> held_dir = held(req, fi);
+    if (!held_dir) return;
+    const auto* h = static_cast<const DirHandle*>(held_dir.get());
     std::string buf(size, '\0');
     size_t used = 0;
     for (size_t i = off < 0 ? 0 : static_cast<size_t>(off); i < h->entries.size(); ++i) {

@@ -97,8 +97,4 @@ class Handle {
   virtual bool fstat(struct stat* st);
 };
 
-inline Handle* handle_of(const fuse_file_info* fi) {
-  return fi ? reinterpret_cast<Handle*>(fi->fh) : nullptr;
-}
-
 }  // namespace fsd

@@ -11,8 +11,14 @@ std::uint64_t OpenHandles::keep(std::unique_ptr<Handle> h) {
   return fh;
 }
 
+std::shared_ptr<Handle> OpenHandles::use(std::uint64_t fh) {
+  std::lock_guard g(mu_);
+  const auto it = open_.find(fh);
+  return it == open_.end() ? nullptr : it->second;
+}
+
 void OpenHandles::drop(std::uint64_t fh) {
-  std::unique_ptr<Handle> gone;  // destroyed outside the lock
+  std::shared_ptr<Handle> gone;  // destroyed outside the lock
   std::lock_guard g(mu_);
   if (auto it = open_.find(fh); it != open_.end()) {
     gone = std::move(it->second);
@@ -21,7 +27,7 @@ void OpenHandles::drop(std::uint64_t fh) {
 }
 
 void OpenHandles::clear() {
-  std::unordered_map<std::uint64_t, std::unique_ptr<Handle>> gone;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Handle>> gone;
   {
     std::lock_guard g(mu_);
     gone.swap(open_);

@@ -3,6 +3,11 @@
 // the handles, so those the kernel never released (the mount went away while
 // they were open: no RELEASE follows) are freed with the filesystem instead
 // of leaking.
+//
+// A handler holds its handle through use() for as long as it runs: a parked
+// request may be answered by another thread while the handler is still
+// returning, and the kernel may then close the file and send RELEASE at once.
+// The handle is freed when the last of release and the handlers lets go.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -16,14 +21,18 @@ class OpenHandles {
  public:
   /// Keeps `h`; the return value is the fh to give the kernel.
   std::uint64_t keep(std::unique_ptr<Handle> h);
-  /// Frees a released handle (or one whose open could not be answered).
+  /// The handle behind `fh`, held by the caller until it lets go; null once
+  /// released (the kernel never sends that, but a bad fh must not crash us).
+  std::shared_ptr<Handle> use(std::uint64_t fh);
+  /// Forgets a released handle (or one whose open could not be answered);
+  /// it is freed once no handler holds it.
   void drop(std::uint64_t fh);
   /// Frees every handle left; once the FUSE loop has ended.
   void clear();
 
  private:
   std::mutex mu_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<Handle>> open_;  // guarded by mu_
+  std::unordered_map<std::uint64_t, std::shared_ptr<Handle>> open_;  // guarded by mu_
 };
 
 }  // namespace fsd

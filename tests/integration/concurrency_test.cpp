@@ -193,5 +193,39 @@ TEST_F(ConcurrencyTest, ManyConcurrentStops) {
   EXPECT_EQ(root_status()["procs"], json::array());
 }
 
+// A parked write or close is answered by the event thread while its handler
+// may still be returning; the kernel then closes the file and releases its
+// handle at once. Many stops and waits ending together exercise that race;
+// the sanitizer build (the fixture reads the daemon's log for its reports)
+// catches a handle freed under a running handler.
+TEST_F(ConcurrencyTest, AnswersRacingTheirCloseLeaveTheDaemonWhole) {
+  extend_watchdog(120s);
+  auto started = python(R"(
+import os
+m = os.environ['MNT']
+for i in range(120):
+    fd = os.open(m + '/cmd', os.O_RDWR)
+    os.write(fd, b'sleep 120\n')
+    print(os.read(fd, 100).decode().strip())
+    os.close(fd)
+)",
+                        120);
+  ASSERT_EQ(started.code, 0) << started.err;
+  // Each stop begins as the one before ends, so that the event thread is
+  // free to answer a stop the moment it is parked.
+  auto r = run(R"(for id in $IDS; do
+  p="$MNT/procs/$id"
+  cat "$p/status.json" > /dev/null
+  echo > "$p/stop" &
+  cat "$p/wait" > /dev/null &
+done
+wait)",
+               60, {{"IDS", started.out}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  const json root = root_status();
+  EXPECT_EQ(root["procs"], json::array()) << root.dump();
+  EXPECT_TRUE(pid_alive(daemon_pid())) << daemon_log();
+}
+
 }  // namespace
 }  // namespace sbxit
