@@ -21,6 +21,7 @@
 
 #include "supervisor/auto_id.hpp"
 #include "supervisor/clock.hpp"
+#include "supervisor/command_state.hpp"
 #include "supervisor/cpu_sampler.hpp"
 #include "supervisor/event_loop.hpp"
 #include "supervisor/files.hpp"
@@ -28,7 +29,12 @@
 #include "supervisor/proc_tree.hpp"
 #include "supervisor/reader_probes.hpp"
 #include "supervisor/readiness_probe.hpp"
-#include "supervisor/record_files.hpp"
+#include "supervisor/exit_record.hpp"
+#include "supervisor/legacy_staging.hpp"
+#include "supervisor/monitor_ctl.hpp"
+#include "supervisor/monitor_job.hpp"
+#include "supervisor/monitor_record.hpp"
+#include "supervisor/orphan_sweep.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/unique_fd.hpp"
 #include "supervisor/utf8.hpp"
@@ -114,13 +120,13 @@ std::string default_monitor_path() {
 
 struct Record {
   std::string id;
-  bool slot = false;
   std::optional<StartSpec> spec;
   std::optional<Error> error;
   uid_t owner_uid = 0;
   pid_t owner_sid = 0;
   MonitorInfo monitor;
-  bool ended = false;
+  /// Where its life is (command_state.hpp): empty, running, exited or error.
+  CommandState state = CommandState::running;
   ExitInfo exit;
   UniqueFd pidfd;
   int log_wd = -1;   // inotify: the log grew
@@ -132,6 +138,17 @@ struct Record {
   std::string ready_at;
   bool scanning = false;  // its monitor left no exit.json: /proc is being searched for what is left
 };
+
+/// What a record shows: its state, or error when a file of it cannot be read
+/// (also while its command still runs, its monitor.json torn).
+CommandState shown_state(const Record& r) { return r.error ? CommandState::error : r.state; }
+
+/// A signal, a readiness condition or a probe needs a running command.
+Status check_started(const std::string& id, const Record& r) {
+  if (r.state == CommandState::empty) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
+  if (has_ended(r.state)) return Error{Errc::no_such_process, "'" + id + "' has ended"};
+  return Ok{};
+}
 
 /// What in a process's environment marks it as one of `r`'s: SBX_BGID and
 /// the request's env overlay (the daemon's SBX_MOUNT names its mount).
@@ -267,7 +284,7 @@ void Supervisor::Impl::start_probe(const std::string& id) {
   {
     std::lock_guard g(mu);
     auto it = records.find(id);
-    if (it == records.end() || it->second.ended || it->second.slot || it->second.ready) return;
+    if (it == records.end() || !is_running(it->second.state) || it->second.ready) return;
     cond = it->second.ready_cond;
   }
   probes.erase(id);
@@ -301,18 +318,11 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   s.log_file = dir + "/log";
   s.stdout_file = dir + "/stdout";
   s.stderr_file = dir + "/stderr";
-  if (r.error) {
-    s.state = "error";
-    s.error = r.error;
-  } else if (r.slot) {
-    s.state = "empty";
-    s.named = true;
-  } else if (r.ended) {
-    s.state = "exited";
-  } else {
-    s.state = "running";
-    s.running = true;
-  }
+  const CommandState shown = shown_state(r);
+  s.state = state_name(shown);
+  s.running = is_running(shown);
+  if (r.error) s.error = r.error;
+  if (shown == CommandState::empty) s.named = true;
   if (r.spec) {
     auto secrets = secrets_of(&r);
     const StartSpec& sp = *r.spec;
@@ -331,7 +341,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   }
   s.pid = r.monitor.pid;
   s.started_at = r.monitor.started_at;
-  if (r.ended) {
+  if (has_ended(r.state)) {
     s.exit_code = r.exit.exit_code;
     s.signal = r.exit.signal;
     s.end_reason = r.exit.end_reason;
@@ -342,7 +352,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   }
   if (r.truncated) {
     s.truncated = true;
-    s.dropped_bytes = r.ended ? r.dropped : dropped_bytes(dir).value_or(0);
+    s.dropped_bytes = has_ended(r.state) ? r.dropped : dropped_bytes(dir).value_or(0);
   }
   if (r.ready_cond) {
     s.ready_when = r.ready_cond->describe();
@@ -486,9 +496,12 @@ void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo*
   const std::string note = "its monitor" + (m ? " (pid " + std::to_string(m->monitor_pid) + ")" : std::string()) +
                            " ended without recording how the command ended; " + std::to_string(killed) +
                            " process(es) left of the command were killed";
-  json j = {{"exitCode", -1}, {"signal", nullptr}, {"endReason", "unknown"}, {"timedOut", false},
-            {"finishedAt", iso_now()}, {"oom", false}, {"endNote", note}};
-  (void)write_file_atomic(dir + "/exit.json", j.dump() + "\n");
+  ExitInfo e;
+  e.exit_code = -1;
+  e.end_reason = "unknown";
+  e.finished_at = iso_now();
+  e.end_note = note;
+  (void)write_file_atomic(dir + "/" + kExitFile, format_exit(e));
 }
 
 void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
@@ -498,7 +511,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
   {
     std::lock_guard g(mu);
     auto it = records.find(id);
-    if (it == records.end() || it->second.ended || it->second.slot) return;
+    if (it == records.end() || !is_running(it->second.state)) return;
     if (it->second.scanning && !scanned) return;  // the scan's end calls again
     m = it->second.monitor;
     marks = env_marks(it->second);
@@ -542,7 +555,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
   {
     std::lock_guard g(mu);
     auto it = records.find(id);
-    if (it == records.end() || it->second.ended) return;
+    if (it == records.end() || has_ended(it->second.state)) return;
     Record& r = it->second;
     if (r.pidfd) loop->unwatch(r.pidfd.get());
     r.pidfd.reset();
@@ -556,7 +569,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
       dir_wd_ids.erase(r.dir_wd);
       r.dir_wd = -1;
     }
-    r.ended = true;
+    r.state = transition(r.state, err ? CommandEvent::unreadable : CommandEvent::ended).next;
     r.exit = info;
     if (dropped) {
       r.truncated = true;
@@ -591,7 +604,7 @@ void Supervisor::Impl::on_inotify() {
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "dropped") == 0)
           if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "log") == 0) {
-          if (auto rec = records.find(d->second); rec != records.end() && !rec->second.ended) watch_log(rec->second);
+          if (auto rec = records.find(d->second); rec != records.end() && !has_ended(rec->second.state)) watch_log(rec->second);
           struct stat st {};  // written before its watch? (empty: no news)
           if (::stat((dir_of(d->second) + "/log").c_str(), &st) == 0 && st.st_size > 0) grown.insert(d->second);
         }
@@ -618,7 +631,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (spec_text.ok() && !spec_text.value()) {
     auto slot = read_file(dir + "/slot");
     if (slot.ok() && slot.value()) {
-      r.slot = true;
+      r.state = CommandState::empty;
       json j = json::parse(*slot.value(), nullptr, false);
       if (j.is_object()) {
         r.owner_uid = j.value("ownerUid", 0u);
@@ -626,25 +639,25 @@ void Supervisor::Impl::load_record(const std::string& id) {
       }
     } else {
       r.error = Error{Errc::io_error, "spec.json is missing"};
-      r.ended = true;
+      r.state = CommandState::error;
     }
   } else if (!spec_text.ok()) {
     r.error = spec_text.error();
-    r.ended = true;
+    r.state = CommandState::error;
   } else {
     json j = json::parse(*spec_text.value(), nullptr, false);
     auto spec = j.is_discarded() ? Result<StartSpec>(Error{Errc::io_error, "spec.json is corrupt"})
                                  : spec_from_json(j);
     if (!spec) {
       r.error = spec.error();
-      r.ended = true;
+      r.state = CommandState::error;
     } else {
       r.spec = spec.value();
       r.owner_uid = r.spec->requester_uid;
       r.owner_sid = r.spec->requester_sid;
     }
   }
-  if (!r.slot && !r.error) {
+  if (r.state == CommandState::running && !r.error) {
     auto mon = read_file(dir + "/monitor.json");
     if (mon.ok() && mon.value()) {
       auto m = parse_monitor(*mon.value());
@@ -654,7 +667,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
     auto ex = read_file(dir + "/exit.json");
     if (ex.ok() && ex.value()) {
       auto e = parse_exit(*ex.value());
-      r.ended = true;
+      r.state = CommandState::exited;
       if (e) r.exit = e.value();
       else r.error = e.error();
     } else if (!r.error) {
@@ -667,7 +680,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
         if (!(again.ok() && again.value()))
           finish_unknown(dir, r.monitor.monitor_pid ? &r.monitor : nullptr, env_marks(r));
         auto e2 = read_file(dir + "/exit.json");
-        r.ended = true;
+        r.state = CommandState::exited;
         if (e2.ok() && e2.value()) {
           auto e = parse_exit(*e2.value());
           if (e) r.exit = e.value();
@@ -693,8 +706,9 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);
   serial_for(id);
   auto [it, _] = records.insert_or_assign(id, std::move(r));
-  if (it->second.ended) note_ended(it->second);
-  if (!it->second.ended && !it->second.slot) {
+  if (it->second.error && has_ended(it->second.state)) it->second.state = CommandState::error;
+  if (has_ended(it->second.state)) note_ended(it->second);
+  if (is_running(it->second.state)) {
     ++running;
     ++active_by_uid[it->second.owner_uid];
     watch_running(it->second);
@@ -969,7 +983,7 @@ std::optional<Error> Supervisor::Impl::claim(Starting& s, StartMode mode) {
     auto it = records.find(s.id);
     if (it != records.end()) {
       if (mode == StartMode::new_only) return Error{Errc::already_exists, "the name '" + s.id + "' is already in use"};
-      if (!it->second.ended && !it->second.slot) return Error{Errc::busy, "'" + s.id + "' is running"};
+      if (is_running(it->second.state)) return Error{Errc::busy, "'" + s.id + "' is running"};
       s.replacing = true;
       if (it->second.spec) s.old_script = it->second.spec->script_file;
     }
@@ -1014,7 +1028,7 @@ void Supervisor::Impl::start_begin(const std::shared_ptr<Starting>& s) {
         },
         true);
   }
-  arm_start_timer(*s, "forked");
+  arm_start_timer(*s, kReportForked);
 }
 
 void Supervisor::Impl::arm_start_timer(Starting& s, const char* report) {
@@ -1036,20 +1050,20 @@ void Supervisor::Impl::start_report(std::uint64_t token) {
   Starting& s = *it->second;
   while (std::optional<std::string> line = s.launch->next_line()) {
     if (!s.let_go) {
-      auto forked = PendingLaunch::parse(*line, "forked");
+      auto forked = PendingLaunch::parse(*line, kReportForked);
       if (!forked) return start_fail(token, forked.error());
       if (Status st = start_publish(s, forked.value()); !st) return start_fail(token, st.error());
       s.let_go = true;
-      arm_start_timer(s, "ok");
+      arm_start_timer(s, kReportOk);
       s.launch->go();
       continue;
     }
-    auto ok = PendingLaunch::parse(*line, "ok");
+    auto ok = PendingLaunch::parse(*line, kReportOk);
     if (!ok) {
       // Only the monitor's own "err" report says that nothing runs; EOF or
       // garbage (a monitor killed after the go) may leave an exec'd
       // command, which giving up must then kill.
-      if (line->rfind("err ", 0) == 0) s.let_go = false;
+      if (line->rfind(std::string(kReportErr) + " ", 0) == 0) s.let_go = false;
       return start_fail(token, ok.error());
     }
     return start_commit(token);
@@ -1075,8 +1089,10 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   std::lock_guard g(mu);
   ended_index.erase(s.id);  // a named command that ended is replaced
   serial_for(s.id);
+  const auto old = records.find(s.id);  // a slot or an ended run it replaces
   Record r;
   r.id = s.id;
+  r.state = transition(old == records.end() ? CommandState::empty : old->second.state, CommandEvent::started).next;
   r.spec = s.spec;
   r.owner_uid = s.spec.requester_uid;
   r.owner_sid = s.spec.requester_sid;
@@ -1207,7 +1223,7 @@ Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t own
   I.serial_for(name);
   Record r;
   r.id = name;
-  r.slot = true;
+  r.state = CommandState::empty;
   r.owner_uid = owner_uid;
   r.owner_sid = owner_sid;
   auto [it, _] = I.records.insert_or_assign(name, std::move(r));
@@ -1217,16 +1233,17 @@ Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t own
 
 namespace {
 Status write_ctl(const std::string& dir, const std::string& line) {
-  int fd = ::open((dir + "/ctl").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  const std::string ctl = dir + "/" + kCtlFile;
+  int fd = ::open(ctl.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     // ENXIO/ENOENT: the monitor is finishing; its exit event follows.
     if (errno == ENXIO || errno == ENOENT) return Ok{};
-    return error_from_errno(errno, "open " + dir + "/ctl");
+    return error_from_errno(errno, "open " + ctl);
   }
   ssize_t n = ::write(fd, line.data(), line.size());
   int e = errno;
   ::close(fd);
-  if (n < 0 && e != EPIPE) return error_from_errno(e, "write " + dir + "/ctl");
+  if (n < 0 && e != EPIPE) return error_from_errno(e, "write " + ctl);
   return Ok{};
 }
 }  // namespace
@@ -1235,8 +1252,10 @@ Status Supervisor::stop(const std::string& id) {
   std::lock_guard g(impl_->mu);
   auto it = impl_->records.find(id);
   if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
-  if (it->second.ended || it->second.slot) return Ok{};
-  return write_ctl(impl_->dir_of(id), "term\n");
+  // The record keeps no stopping state (the monitor does): the table says
+  // whether there is anything to stop.
+  if (transition(it->second.state, CommandEvent::stop_asked).action != CommandAction::send_term) return Ok{};
+  return write_ctl(impl_->dir_of(id), std::string(kCtlTerm) + "\n");
 }
 
 Status Supervisor::signal(const std::string& id, int sig) {
@@ -1244,9 +1263,8 @@ Status Supervisor::signal(const std::string& id, int sig) {
   std::lock_guard g(impl_->mu);
   auto it = impl_->records.find(id);
   if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
-  if (it->second.slot) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
-  if (it->second.ended) return Error{Errc::no_such_process, "'" + id + "' has ended"};
-  return write_ctl(impl_->dir_of(id), "signal " + std::to_string(sig) + "\n");
+  if (Status st = check_started(id, it->second); !st) return st;
+  return write_ctl(impl_->dir_of(id), kCtlSignal + std::to_string(sig) + "\n");
 }
 
 Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
@@ -1255,8 +1273,7 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
     std::lock_guard g(I.mu);
     auto it = I.records.find(id);
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
-    if (it->second.slot) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
-    if (it->second.ended) return Error{Errc::no_such_process, "'" + id + "' has ended"};
+    if (Status st = check_started(id, it->second); !st) return st;
     it->second.ready_cond = c;
     it->second.ready = false;
     it->second.ready_at.clear();
@@ -1272,14 +1289,13 @@ Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const 
   auto running = [&I, id] {
     std::lock_guard g(I.mu);
     auto it = I.records.find(id);
-    return it != I.records.end() && !it->second.slot && !it->second.ended;
+    return it != I.records.end() && is_running(it->second.state);
   };
   {
     std::lock_guard g(I.mu);
     auto it = I.records.find(id);
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
-    if (it->second.slot) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
-    if (it->second.ended) return Error{Errc::no_such_process, "'" + id + "' has ended"};
+    if (Status st = check_started(id, it->second); !st) return st.error();
   }
   return I.reader_probes->add(id, c, I.dir_of(id) + "/log", std::move(on_ready), running);
 }
@@ -1293,7 +1309,7 @@ Status Supervisor::remove(const std::string& id) {
     std::lock_guard g(I.mu);
     auto it = I.records.find(id);
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
-    if (!it->second.ended && !it->second.slot) return Error{Errc::busy, "'" + id + "' is running; stop it first"};
+    if (is_running(it->second.state)) return Error{Errc::busy, "'" + id + "' is running; stop it first"};
     if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
     Status err = Ok{};
     del = I.detach(it, &err);
@@ -1356,7 +1372,8 @@ std::vector<RecordEntry> Supervisor::entries() const {
   out.reserve(impl_->records.size());
   for (auto& [id, r] : impl_->records) {
     auto s = impl_->serials.find(id);
-    out.push_back(RecordEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid, r.slot && !r.error});
+    out.push_back(RecordEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid,
+                                shown_state(r) == CommandState::empty});
   }
   return out;
 }
@@ -1365,7 +1382,7 @@ std::vector<EndedEntry> Supervisor::ended_entries(std::optional<uid_t> owner) co
   std::vector<EndedEntry> out;
   std::lock_guard g(impl_->mu);
   for (auto& [id, r] : impl_->records) {
-    if (r.slot || !(r.ended || r.error)) continue;  // as list_running() counts them
+    if (shown_state(r) == CommandState::empty || !has_ended(shown_state(r))) continue;  // as list_running() counts them
     if (owner && r.owner_uid != *owner) continue;
     auto s = impl_->serials.find(id);
     out.push_back(EndedEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid, r.monitor.started_at,
@@ -1384,8 +1401,8 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::opt
     out.reserve(impl_->running);
     monitors.reserve(impl_->running);
     for (auto& [id, r] : impl_->records) {
-      if (r.slot || (owner && r.owner_uid != *owner)) continue;
-      if (r.ended || r.error) {
+      if (shown_state(r) == CommandState::empty || (owner && r.owner_uid != *owner)) continue;
+      if (has_ended(shown_state(r))) {
         ++rest;
         continue;
       }
@@ -1407,7 +1424,7 @@ std::optional<CommandStatus> Supervisor::wait(const std::string& id, std::chrono
     std::unique_lock g(impl_->mu);
     impl_->changed.wait_for(g, timeout, [&] {
       auto it = impl_->records.find(id);
-      return it == impl_->records.end() || it->second.ended || it->second.slot;
+      return it == impl_->records.end() || !is_running(it->second.state);
     });
   }
   return status(id);
