@@ -80,7 +80,7 @@ json BoxStep::to_json() const {
   json j = {{"at", at},         {"kind", kind},        {"summary", summary},
             {"note", opt(note)}, {"bgId", opt(bg_id)}, {"cwd", opt(cwd)},
             {"client", opt(client)}};
-  j["ms"] = ms ? json(static_cast<std::int64_t>(std::llround(*ms))) : json(nullptr);  // whole ms, as the seed
+  j["ms"] = ms ? json(static_cast<std::int64_t>(std::llround(*ms))) : json(nullptr);  // whole milliseconds, as steps.json shows them
   j["ok"] = ok ? json(*ok) : json(nullptr);
   j["exitCode"] = exit_code ? json(*exit_code) : json(nullptr);
   j["signal"] = opt(signal);
