@@ -1,20 +1,14 @@
 // The record's readiness: its probe, the moment it holds, ready.json.
 #include "supervisor/supervisor_impl.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include "supervisor/files.hpp"
+#include "supervisor/ready_record.hpp"
 
 namespace sup {
 
-using nlohmann::json;
-
 void Supervisor::Impl::save_ready(const Record& r) const {
-  json j = {{"condition", r.ready_cond ? r.ready_cond->to_json() : json(nullptr)},
-            {"ready", r.ready},
-            {"readyAt", r.ready_at.empty() ? json(nullptr) : json(r.ready_at)}};
   // No fsync: readiness is re-probed after a crash if this is lost.
-  (void)write_file_atomic(dir_of(r.id) + "/ready.json", j.dump() + "\n");
+  (void)write_file_atomic(dir_of(r.id) + "/" + kReadyFile, format_ready(ReadyRecord{r.ready_cond, r.ready, r.ready_at}));
 }
 
 void Supervisor::Impl::start_probe(const std::string& id) {

@@ -17,6 +17,8 @@
 #include "supervisor/legacy_staging.hpp"
 #include "supervisor/log_limit.hpp"
 #include "supervisor/proc_tree.hpp"
+#include "supervisor/ready_record.hpp"
+#include "supervisor/slot_record.hpp"
 
 namespace sup {
 
@@ -29,14 +31,12 @@ void Supervisor::Impl::load_record(const std::string& id) {
   r.id = id;
   auto spec_text = read_file(dir + "/spec.json");
   if (spec_text.ok() && !spec_text.value()) {
-    auto slot = read_file(dir + "/slot");
+    auto slot = read_file(dir + "/" + kSlotFile);
     if (slot.ok() && slot.value()) {
       r.state = CommandState::empty;
-      json j = json::parse(*slot.value(), nullptr, false);
-      if (j.is_object()) {
-        r.owner_uid = j.value("ownerUid", 0u);
-        r.owner_sid = j.value("ownerSid", 0);
-      }
+      const SlotOwner owner = parse_slot(*slot.value());
+      r.owner_uid = owner.uid;
+      r.owner_sid = owner.sid;
     } else {
       r.error = Error{Errc::io_error, "spec.json is missing"};
       r.state = CommandState::error;
@@ -94,13 +94,11 @@ void Supervisor::Impl::load_record(const std::string& id) {
     r.dropped = *d;
   }
   if (r.spec) r.ready_cond = r.spec->ready;
-  if (auto rt = read_file(dir + "/ready.json"); rt.ok() && rt.value()) {
-    json j = json::parse(*rt.value(), nullptr, false);
-    if (j.is_object()) {
-      if (j.contains("condition") && j["condition"].is_object())
-        if (auto c = ready_condition_from_json(j["condition"]); c && c.value()) r.ready_cond = *c.value();
-      r.ready = j.value("ready", false);
-      if (j.contains("readyAt") && j["readyAt"].is_string()) r.ready_at = j["readyAt"].get<std::string>();
+  if (auto rt = read_file(dir + "/" + kReadyFile); rt.ok() && rt.value()) {
+    if (std::optional<ReadyRecord> saved = parse_ready(*rt.value())) {
+      if (saved->condition) r.ready_cond = saved->condition;
+      r.ready = saved->ready;
+      r.ready_at = saved->ready_at;
     }
   }
   if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);

@@ -11,18 +11,16 @@
 #include <filesystem>
 #include <future>
 
-#include <nlohmann/json.hpp>
-
 #include "supervisor/ctl_request.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_ctl.hpp"
 #include "supervisor/secrets.hpp"
+#include "supervisor/slot_record.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
 namespace sup {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 Supervisor::Supervisor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -87,8 +85,7 @@ Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t own
   if (::mkdir(tmp.c_str(), 0700) != 0) {
     st = error_from_errno(errno, "mkdir " + tmp);
   } else {
-    json j = {{"ownerUid", owner_uid}, {"ownerSid", owner_sid}};
-    st = write_file_atomic(tmp + "/slot", j.dump() + "\n");
+    st = write_file_atomic(tmp + "/" + kSlotFile, format_slot(SlotOwner{owner_uid, owner_sid}));
     if (st && ::rename(tmp.c_str(), I.dir_of(name).c_str()) != 0) st = error_from_errno(errno, "rename " + tmp);
   }
   std::lock_guard g(I.mu);

@@ -1,6 +1,5 @@
-// The record files the monitor and the daemon share (exit.json,
-// monitor.json) through their one writer and one reader, and their atomic
-// writes.
+// The state directory's record files (exit.json, monitor.json, ready.json,
+// slot) through their one writer and one reader, and atomic writes.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -10,6 +9,8 @@
 #include "supervisor/exit_record.hpp"
 #include "supervisor/json_text.hpp"
 #include "supervisor/monitor_record.hpp"
+#include "supervisor/ready_record.hpp"
+#include "supervisor/slot_record.hpp"
 #include "tests/supervisor/test_util.hpp"
 
 namespace {
@@ -151,6 +152,43 @@ TEST_F(StateRecordsTest, ARealTimeSignalDeathIsNamedInExitJson) {
   auto j = read_json(record_dir(r->bg_id) + "/exit.json");
   ASSERT_TRUE(j);
   EXPECT_EQ((*j)["signal"], "SIGRTMIN+1");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ReadyRecord, WrittenAndReadBack) {
+  auto c = sup::parse_ready_condition("port 3000");
+  ASSERT_TRUE(c.ok());
+  sup::ReadyRecord r{*c, true, "2026-12-01T10:00:00.123Z"};
+  auto back = sup::parse_ready(sup::format_ready(r));
+  ASSERT_TRUE(back);
+  ASSERT_TRUE(back->condition);
+  EXPECT_EQ(back->condition->describe(), "port 3000");
+  EXPECT_TRUE(back->ready);
+  EXPECT_EQ(back->ready_at, r.ready_at);
+  // No condition, not ready: readyAt null.
+  auto none = sup::parse_ready(sup::format_ready(sup::ReadyRecord{}));
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->condition);
+  EXPECT_FALSE(none->ready);
+  EXPECT_EQ(none->ready_at, "");
+  EXPECT_FALSE(sup::parse_ready("{\"ready\": tr"));
+  auto odd = sup::parse_ready("{\"ready\": \"yes\", \"condition\": {\"readyPort\": \"x\"}}");
+  ASSERT_TRUE(odd);
+  EXPECT_FALSE(odd->ready);
+  EXPECT_FALSE(odd->condition);
+}
+
+TEST(SlotRecord, WrittenAndReadBack) {
+  auto o = sup::parse_slot(sup::format_slot(sup::SlotOwner{1000, 4242}));
+  EXPECT_EQ(o.uid, 1000u);
+  EXPECT_EQ(o.sid, 4242);
+  auto torn = sup::parse_slot("{\"ownerUid\": 10");
+  EXPECT_EQ(torn.uid, 0u);
+  auto wrong = sup::parse_slot("{\"ownerUid\": \"me\"}");
+  EXPECT_EQ(wrong.uid, 0u);
 }
 
 }  // namespace
