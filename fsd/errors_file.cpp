@@ -43,6 +43,11 @@ std::string shown(const sup::Supervisor& sup, std::string_view text, const std::
 
 }  // namespace
 
+std::string ErrorLog::add(std::string_view path, sup::Errc code, std::string_view reason, std::string_view request,
+                          const std::string& id) {
+  return add(path, to_errno(code), reason, request, id);
+}
+
 std::string ErrorLog::add(std::string_view path, int err, std::string_view reason, std::string_view request,
                           const std::string& id) {
   std::string why = shown(sup_, reason, id, kReasonChars);
@@ -66,7 +71,7 @@ std::string ErrorLog::text() const {
   return out;
 }
 
-std::unique_ptr<Handle> open_errors(Filesystem& fs) {
+std::unique_ptr<Handle> open_errors(Filesystem& fs, const Node&, const OpenRequest&) {
   return std::make_unique<SnapshotHandle>(fs.errors().text());
 }
 

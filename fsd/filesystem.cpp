@@ -165,13 +165,13 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
   box_steps_->add(std::move(step), until_end);
 }
 
-void Filesystem::note_refused_start(const std::string& request, int err, const std::string& reason,
+void Filesystem::note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
                                     const Requester& who) {
   sup::BoxStep step;
   step.kind = "start";
   step.summary = request;
   step.ok = false;
-  step.error = sup::BoxStep::Refusal{errno_name(err), reason};
+  step.error = sup::BoxStep::Refusal{errno_name(code), reason};
   step.cwd = who.cwd();
   step.client = who.client;
   box_steps_->add(std::move(step));

@@ -113,8 +113,8 @@ class Filesystem {
   /// exitCode, signal, timedOut).
   void note_action(std::string kind, const std::string& summary, const std::string& id,
                    const sup::CommandStatus* st = nullptr);
-  /// A start refused with `err` (an errno) for `reason`; `request` masked by the caller.
-  void note_refused_start(const std::string& request, int err, const std::string& reason,
+  /// A start refused with `code` for `reason`; `request` masked by the caller.
+  void note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
                           const Requester& who);
 
   /// The node of `ino`; ENOENT when it names nothing (any more) or nothing `who` may see.

@@ -141,7 +141,7 @@ std::string log_path(const Node& node) {
   }
 }
 
-std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node) {
+std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node, const OpenRequest&) {
   const std::string path = log_path(node);
   sup::UniqueFd fd(path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   const int err = !fd && !path.empty() && errno != ENOENT ? errno : 0;

@@ -187,7 +187,8 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
 
 }  // namespace
 
-std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const Requester& reader) {
+std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  const Requester& reader = req.who;
   if (node.kind == Kind::status) return std::make_unique<SnapshotHandle>(supervisor_status(fs, node, reader));
   // The node's record was looked up without a CPU sample; this file shows one.
   const std::optional<sup::CommandStatus> st = fs.sup().status(node.id());
