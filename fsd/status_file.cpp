@@ -159,9 +159,9 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
       {"finished", finished},
       {"hint", all ? kHintAll : kHint},
       {"steps", wants("steps") ? fs.box_steps().latest() : nlohmann::json()},
-      {"load", wants("load") ? load_json() : nlohmann::json()},
-      {"memory", wants("memory") ? memory_json() : nlohmann::json()},
-      {"disk", wants("disk") ? disk_json(info.state_dir) : nlohmann::json()},
+      {"load", wants("load") ? sup::load_json() : nlohmann::json()},
+      {"memory", wants("memory") ? sup::memory_json() : nlohmann::json()},
+      {"disk", wants("disk") ? sup::disk_json(info.state_dir) : nlohmann::json()},
       {"workDirSizes", std::move(measured)},
       {"notMeasured", std::move(not_measured)},
   };
