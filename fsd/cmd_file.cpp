@@ -6,8 +6,9 @@
 //     parses as one JSON value, or holds a syntax error before its end
 //     (more bytes cannot mend it: rejected in that write);
 //   - text: at a write that ends in "\n" and is shorter than 128 KiB (a
-//     longer one may be the first half of a large write the kernel split,
-//     NOTES.md §4); the whole buffer is one shell command; or at once when
+//     longer one may be the first half of a large write the kernel split:
+//     one write(2) of 1 MiB + 5 bytes arrives as two WRITEs, split at a page
+//     of the writer's buffer); the whole buffer is one shell command; or at once when
 //     it holds bytes that no text can hold (a NUL, bytes that are not UTF-8);
 //   - anything still buffered at flush (close), or at a read on the same file.
 // The request is validated and started by the write that completes it, so

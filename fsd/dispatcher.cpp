@@ -93,7 +93,8 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
     if (!dir) return reply_error(req, dir.error());
     const sup::Result<Node> node = lookup(fs, *dir, name, who);
     // A miss is a plain ENOENT, not a cached negative entry, so `mkdir` right
-    // after a failed lookup reaches us (NOTES.md §5).
+    // after a failed lookup reaches us (a cached entry would make the kernel
+    // answer EEXIST or ENOENT itself, and never send the MKDIR).
     if (!node) return reply_error(req, node.error());
     // A lookup the kernel never got is one it will never forget.
     if (reply_entry(req, fs, *node) != 0) fs.param_nodes().forget(node->ino, 1);
@@ -221,7 +222,8 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     std::unique_ptr<Handle> h = open_node(fs, *node, who, fi->flags);
     if (!h) return (void)fuse_reply_err(req, EIO);
     // Every file is direct_io: contents change behind the kernel's back and
-    // a blocking read must reach us, interruptible (NOTES.md §1, §2).
+    // a blocking read must reach us, interruptible (through the page cache a
+    // read becomes a readahead request: no INTERRUPT is sent for it).
     fi->direct_io = 1;
     fi->keep_cache = 0;
     fi->fh = fs.handles().keep(std::move(h));

@@ -6,7 +6,7 @@
 
 namespace fsd {
 
-/// sup::Errc -> errno (decisions: "Errno mapping").
+/// sup::Errc -> errno, as sbxfs.5 lists them (each code says its errno in supervisor/error.hpp).
 int to_errno(sup::Errc code);
 
 /// "EINVAL", "ENOENT", ... for the `errors` file and "error: ..." answers.

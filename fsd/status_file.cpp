@@ -2,7 +2,8 @@
 // last actions done through the tree, load, memory, disks) and
 // procs/ID/status.json (one record). Generated at open and served from the
 // handle: st_size 0 and direct_io, so a reader never sees a snapshot clipped
-// to a stale size (NOTES.md §2). The root report never waits: the one slow
+// to a stale size (with the page cache and a real size, the kernel clips a
+// read to the size it cached, and a longer new snapshot reads as truncated JSON). The root report never waits: the one slow
 // figure (sizes under the working directories) comes from WorkDirSizes' cache.
 //
 // Parameters in the name: `status.json,all` lists ended commands too (oldest
