@@ -13,6 +13,7 @@
 
 #include "supervisor/clock.hpp"
 #include "supervisor/files.hpp"
+#include "supervisor/utf8.hpp"
 
 namespace sup {
 
@@ -90,17 +91,8 @@ json BoxStep::to_json() const {
 }
 
 std::string BoxSteps::cut(std::string_view text, std::size_t max) {
-  // Code points are counted by their lead bytes; a cut never splits one.
-  std::size_t chars = 0;
-  std::size_t i = 0;
-  std::size_t cut_at = std::string_view::npos;
-  for (; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
-    if (chars == max - 1) cut_at = i;  // where "…" would go
-    if (++chars > max) break;
-  }
-  if (chars <= max) return std::string(text);
-  return std::string(text.substr(0, cut_at)) + "\u2026";
+  if (utf8_head(text, text.size(), max).size() == text.size()) return std::string(text);
+  return std::string(utf8_head(text, text.size(), max - 1)) + "\u2026";
 }
 
 Result<std::unique_ptr<BoxSteps>> BoxSteps::open(std::string dir, std::chrono::seconds keep) {
