@@ -19,10 +19,10 @@
 //              stamp (its last instruction) to the waiter's own clock when the
 //              wait read (resp. waitpid) returns
 //   wake_busy  sbxfs_wake_idle / sbxfs_wake_busy: one waiter's wake-up (its
-//              bench_stamp, ending at a set moment, to its `wait` answer),
-//              alone, and while --busy=N (default 50) commands that printed
-//              1 MiB each end at the same moment, each with an `output` read
-//              waiting for it
+//              bench_stamp, ending 1 ms after a go the benchmark gives, to
+//              its `wait` answer), alone, and while --busy=N (default 50)
+//              commands that printed 1 MiB each end at the go, each with an
+//              `output` read waiting for it
 //   listing    status_json: open/read/close of status.json (status_json_all: of
 //              status.json,all); ls_procs: `ls DIR/procs`
 //              to /dev/null; readdir_procs: opendir/readdir/closedir in process;
@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -255,16 +256,32 @@ void BM_bash_true(benchmark::State& state) {
 
 // ---- wake_busy -------------------------------------------------------------
 
-// Starts the waiter (and `busy` commands that print 1 MiB, then end at the
-// same moment), parks a `wait` read for the waiter and an `output` read for
-// each of the others, and returns the waiter's wake-up in ns (< 0: failed).
+// Starts the waiter (and `busy` commands that print 1 MiB, then wait for
+// the go), parks a `wait` read for the waiter and an `output` read for each
+// of the others, then gives the go: the others end at once, the waiter a
+// millisecond later, while their answers are under way. Returns the waiter's
+// wake-up in ns (< 0: failed). The go is a FIFO opened for writing, so the
+// moment is the benchmark's, however long the starts took.
 double wake_among(int busy, std::string* why) {
-  // Late enough for every start and read to be issued before it.
-  const int64_t end_at = mono_ns() + int64_t(busy) * 6000000LL + 300000000LL;
-  const std::string until = std::to_string(end_at);
-  const std::string heavy =
-      "{\"cmd\": \"head -c 1048576 /dev/zero | tr '\\\\000' a; exec " + cfg.stamp + " --until " + until +
-      " > /dev/null\"}\n";
+  char dir[] = "/tmp/sbxbench-go-XXXXXX";
+  if (!::mkdtemp(dir)) {
+    *why = "mkdtemp failed";
+    return -1;
+  }
+  const std::string go = std::string(dir) + "/go";
+  struct Cleanup {
+    std::string dir, go;
+    ~Cleanup() {
+      ::unlink(go.c_str());
+      ::rmdir(dir.c_str());
+    }
+  } cleanup{dir, go};
+  if (::mkfifo(go.c_str(), 0600) != 0) {
+    *why = "mkfifo failed";
+    return -1;
+  }
+  const std::string heavy = "{\"cmd\": \"head -c 1048576 /dev/zero | tr '\\\\000' a; exec " + cfg.stamp + " --go " +
+                            go + " > /dev/null\"}\n";
   std::vector<std::string> ids;
   for (int i = 0; i < busy; ++i) {
     std::string id;
@@ -272,22 +289,44 @@ double wake_among(int busy, std::string* why) {
     ids.push_back(id);
   }
   std::string waiter;
-  // A millisecond after the others: their answers are under way when it ends.
-  if (!start("{\"argv\": [" + json_str(cfg.stamp) + ", \"--until\", \"" + std::to_string(end_at + 1000000) + "\"]}\n",
-             &waiter, why))
+  if (!start("{\"argv\": [" + json_str(cfg.stamp) + ", \"--go\", " + json_str(go) + ", \"1000\"]}\n", &waiter, why))
     return -1;
-  std::atomic<int> bad{0};
+  std::atomic<int> bad{0}, issued{0};
   std::vector<std::thread> readers;
   for (const std::string& id : ids)
     readers.emplace_back([&, id] {
       int err = 0;
+      ++issued;
       std::string ans = slurp(cfg.mount + "/procs/" + id + "/output", &err);
       if (err || ans.size() < (1u << 20)) ++bad;
     });
   int err = 0;
-  std::string ans = slurp(cfg.mount + "/procs/" + waiter + "/wait", &err);
-  const int64_t woke = mono_ns();
+  std::string ans;
+  std::atomic<int64_t> woke{0};
+  std::thread wait_reader([&] {
+    ++issued;
+    ans = slurp(cfg.mount + "/procs/" + waiter + "/wait", &err);
+    woke = mono_ns();
+  });
+  // Every command has printed its MiB (it is at the go, or nearly), every
+  // read is issued, and has had time to reach the daemon and park.
+  for (const std::string& id : ids) {
+    struct stat st {};
+    while (::stat((cfg.mount + "/procs/" + id + "/log").c_str(), &st) != 0 || st.st_size < (1 << 20))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  while (issued.load() < busy + 1) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Blocks until the first command opens it; held open until the waiter is
+  // answered, so that a command that comes to the go late is not stranded.
+  const int go_fd = ::open(go.c_str(), O_WRONLY | O_CLOEXEC);
+  wait_reader.join();
+  if (go_fd >= 0) ::close(go_fd);
   for (std::thread& t : readers) t.join();
+  if (go_fd < 0) {
+    *why = "the go fifo could not be opened";
+    return -1;
+  }
   if (err || ans.find("\"stillRunning\": false") == std::string::npos) {
     *why = "wait failed";
     return -1;
@@ -301,7 +340,7 @@ double wake_among(int busy, std::string* why) {
     *why = "no stamp in stdout";
     return -1;
   }
-  return double(woke - stamp);
+  return double(woke.load() - stamp);
 }
 
 void run_wake_among(benchmark::State& state, int busy) {

@@ -4,7 +4,13 @@
 // instruction, with the moment a waiter learns that the command has ended.
 //
 // bench_stamp --until NS: the same, sleeping until CLOCK_MONOTONIC reaches
-// NS nanoseconds (many commands started one after another end at one moment).
+// NS nanoseconds.
+//
+// bench_stamp --go FIFO [DELAY_US]: the same, once FIFO has been opened for
+// writing (opening it for reading blocks until then), DELAY_US microseconds
+// later: many commands started one after another end at one moment that the
+// benchmark chooses, however long their starts took.
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,7 +19,16 @@
 #include <cstring>
 
 int main(int argc, char** argv) {
-  if (argc > 2 && std::strcmp(argv[1], "--until") == 0) {
+  if (argc > 2 && std::strcmp(argv[1], "--go") == 0) {
+    const int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
+    if (fd < 0) _exit(2);
+    close(fd);
+    if (const long us = argc > 3 ? std::atol(argv[3]) : 0; us > 0) {
+      timespec d{us / 1000000, (us % 1000000) * 1000L};
+      while (nanosleep(&d, &d) != 0) {
+      }
+    }
+  } else if (argc > 2 && std::strcmp(argv[1], "--until") == 0) {
     const long long until = std::atoll(argv[2]);
     timespec t{static_cast<time_t>(until / 1000000000LL), static_cast<long>(until % 1000000000LL)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) != 0) {

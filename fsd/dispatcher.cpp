@@ -226,6 +226,9 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     // read becomes a readahead request: no INTERRUPT is sent for it).
     fi->direct_io = 1;
     fi->keep_cache = 0;
+    // Nothing happens at a reader's close: spare it the FLUSH round trip,
+    // which would queue behind every other request of the mount.
+    fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
     fi->fh = fs.handles().keep(std::move(h));
     if (fuse_reply_open(req, fi) != 0) fs.handles().drop(fi->fh);  // interrupted open: no release follows
   });
