@@ -106,6 +106,7 @@ std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Reques
     case Kind::signal: return open_signal(fs, node);
     case Kind::scratch: return open_scratch(fs, node, flags);
     case Kind::box_steps: return open_box_steps(fs);
+    case Kind::events: return open_events(fs, node);
     default: return nullptr;
   }
 }

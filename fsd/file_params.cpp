@@ -22,6 +22,8 @@ constexpr ParamKey kReadyKeys[] = {kTimeoutSec, kTailBytes, {"readyPort", T::num
 constexpr ParamKey kOutputKeys[] = {kTimeoutSec, {"maxBytes", T::number, 0, 0, B::log_max}};
 constexpr ParamKey kTailKeys[] = {kTailBytes};
 constexpr ParamKey kRecordStatusKeys[] = {kTailBytes};
+constexpr ParamKey kLogKeys[] = {{"follow", T::flag}, {"timestamps", T::flag}};
+constexpr ParamKey kEventsKeys[] = {{"since", T::text}, {"follow", T::flag}};
 
 constexpr ParamFile kFiles[] = {
     {ParamDir::root, "status.json", kRootStatusKeys},
@@ -30,6 +32,10 @@ constexpr ParamFile kFiles[] = {
     {ParamDir::record, "output", kOutputKeys},
     {ParamDir::record, "tail", kTailKeys},
     {ParamDir::record, "status.json", kRecordStatusKeys},
+    {ParamDir::record, "log", kLogKeys},
+    {ParamDir::record, "stdout", kLogKeys},
+    {ParamDir::record, "stderr", kLogKeys},
+    {ParamDir::record, "events", kEventsKeys},
 };
 
 sup::Error bad(std::string message) { return sup::Error{sup::Errc::invalid_argument, std::move(message)}; }

@@ -54,6 +54,18 @@ std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node);
 /// The backing file of a log node in the state directory.
 std::string log_path(const Node& node);
 
+// stream_file.cpp: stdout and stderr served from the log's index, and the
+// `,follow` and `,timestamps` views of log, stdout and stderr.
+std::unique_ptr<Handle> open_stream(Filesystem& fs, const Node& node);
+/// The record's log has an index (else an older build wrote it).
+bool has_index(const sup::CommandStatus& st);
+/// stat of procs/ID/stdout or stderr from the index: its size, the log's
+/// times. False for other files, or without an index.
+bool stream_attr(const Node& node, struct stat* st);
+
+// events_file.cpp: procs/ID/events, the log as JSON lines (since=, follow).
+std::unique_ptr<Handle> open_events(Filesystem& fs, const Node& node);
+
 // tail_file.cpp: the last 4096 bytes of log (tail,tailBytes=N: N), masked (snapshot at open).
 std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node);
 

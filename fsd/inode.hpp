@@ -41,12 +41,13 @@ enum class Kind : std::uint8_t {
   output,       // procs/ID/output
   steps,        // procs/ID/steps (sbx-step writes events here)
   steps_json,   // procs/ID/steps.json
+  events,       // procs/ID/events
 };
 
 /// The last fixed kind (its inode is the value itself).
 constexpr Kind kLastFixedKind = Kind::box_steps;
 /// The last kind of a command's files (decode_ino accepts none above it).
-constexpr Kind kLastRecordKind = Kind::steps_json;
+constexpr Kind kLastRecordKind = Kind::events;
 
 constexpr bool is_record_kind(Kind k) { return static_cast<int>(k) >= static_cast<int>(Kind::record_dir); }
 

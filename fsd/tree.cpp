@@ -38,6 +38,7 @@ constexpr FileSpec kRecordFiles[] = {
     {Kind::output, "output"},  {Kind::steps, "steps"},
     {Kind::steps_json, "steps.json"},
     {Kind::stop, "stop"},      {Kind::signal, "signal"},
+    {Kind::events, "events"},
 };
 
 constexpr std::string_view kLogSuffix = ".log";
@@ -195,7 +196,8 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
     // The real size, so `tail -f` and friends see the file grow.
     struct stat backing {};
     const std::string path = log_path(node);
-    if ((open && open->fstat(&backing)) || (!path.empty() && ::stat(path.c_str(), &backing) == 0)) {
+    if ((open && open->fstat(&backing)) || stream_attr(node, &backing) ||
+        (!path.empty() && ::stat(path.c_str(), &backing) == 0)) {
       st.st_size = backing.st_size;
       st.st_blocks = backing.st_blocks;
       st.st_mtim = st.st_ctim = backing.st_mtim;
