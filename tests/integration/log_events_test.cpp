@@ -327,6 +327,29 @@ w(2, b's3cr3tvalue\n')
   }
 }
 
+// A record an older build left: log plus stream files of their own, no index.
+TEST_F(LogEvents, ARecordOfAnOlderBuildIsReadFromItsStreamFiles) {
+  const std::string id = start("echo out; echo err >&2");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  const std::string rec = state_ + "/procs/" + id;
+  ASSERT_EQ(::unlink((rec + "/index").c_str()), 0);
+  ASSERT_EQ(write_file(rec + "/stdout", "old out\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
+  ASSERT_EQ(write_file(rec + "/stderr", "old err\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
+  EXPECT_EQ(file("procs/" + id + "/stdout"), "old out\n");
+  EXPECT_EQ(file("procs/" + id + "/stderr"), "old err\n");
+  EXPECT_EQ(file("procs/" + id + "/log,follow"), "out\nerr\n");
+  EXPECT_EQ(file("procs/" + id + "/stdout,follow"), "old out\n");
+  EXPECT_EQ(read_file(p("procs/" + id + "/events")).err, ENODATA);
+  EXPECT_EQ(read_file(p("procs/" + id + "/log,timestamps")).err, ENODATA);
+  bool logged = false;
+  for (const json& e : errors())
+    if (e.value("error", "").find("older sbxfs") != std::string::npos) logged = true;
+  EXPECT_TRUE(logged);
+  const json out = json::parse(file("procs/" + id + "/output"));
+  EXPECT_EQ(out["stdout"], "old out\n");
+}
+
 TEST_F(LogEvents, BadKeysAreEinval) {
   const std::string id = start("echo hi");
   ASSERT_FALSE(id.empty());
