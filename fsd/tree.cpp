@@ -188,6 +188,7 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
     if (const std::optional<timespec> t = start_time(node.record->started_at)) st.st_mtim = st.st_ctim = *t;
   st.st_blksize = 4096;
   if (node.kind == Kind::readme) st.st_size = static_cast<off_t>(fs.readme().size());
+  if (node.kind == Kind::events) st.st_blksize = kLogBlockSize;  // big reads, as for the logs
   if (is_log(node.kind)) {
     // Each read is a round trip to the daemon: invite big ones (cat, cp and
     // friends size their buffer by st_blksize). 512 KiB + libfuse's header

@@ -169,6 +169,18 @@ int LogIndex::read_stream(LogStream stream, std::uint64_t off, std::size_t size,
   return 0;
 }
 
+bool LogIndex::locate(LogStream stream, std::uint64_t off, std::uint64_t* log_off, std::uint64_t* contiguous) const {
+  const std::vector<Prefix>& pre = prefixes(stream);
+  auto it = std::upper_bound(pre.begin(), pre.end(), off, [](std::uint64_t o, const Prefix& p) { return o < p.start; });
+  if (it == pre.begin()) return false;
+  --it;
+  const LogChunk& c = chunks_[it->chunk];
+  if (off - it->start >= c.length) return false;
+  *log_off = c.offset + (off - it->start);
+  *contiguous = c.length - (off - it->start);
+  return true;
+}
+
 std::string iso_of_us(std::int64_t us) {
   const time_t secs = static_cast<time_t>(us / 1000000);
   struct tm tm {};

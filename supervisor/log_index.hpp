@@ -73,6 +73,10 @@ class LogIndex {
   /// Up to `size` bytes of `stream` from its offset `off`, read from the log.
   /// 0 or an errno.
   int read_stream(LogStream stream, std::uint64_t off, std::size_t size, std::string* out) const;
+  /// Where byte `off` of `stream` is in the log, and how many bytes of the
+  /// stream follow it there contiguously (to the end of its chunk). False
+  /// past the stream's end.
+  bool locate(LogStream stream, std::uint64_t off, std::uint64_t* log_off, std::uint64_t* contiguous) const;
   /// Where chunk i's first byte is within its own stream (a marker chunk:
   /// within stdout).
   std::uint64_t chunk_start(std::size_t i) const { return starts_[i]; }
