@@ -21,6 +21,7 @@ std::optional<Reply> FollowedReadHandle::attempt(std::size_t size, off_t off) {
   // is then read, never lost to an EOF.
   const bool done = ended();
   Reply r = fetch(size, off, done);
+  if (r.type() == Reply::Type::file) next_ = off + static_cast<off_t>(r.count());  // spliced: never empty
   if (r.type() != Reply::Type::data) return r;
   if (!r.bytes().empty() || !follow_ || done) {
     next_ = off + static_cast<off_t>(r.bytes().size());

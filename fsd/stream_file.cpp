@@ -38,9 +38,6 @@ sup::LogStream stream_of(Selection s) { return s == Selection::err ? sup::LogStr
 
 bool in_selection(sup::LogStream s, Selection sel) { return sel == Selection::log || sup::in_stream(s, stream_of(sel)); }
 
-/// Below this, a run of the stream is copied with its neighbours, not spliced alone.
-constexpr std::uint64_t kSpliceAtLeast = 32 * 1024;
-
 class StreamHandle : public FollowedReadHandle {
  public:
   StreamHandle(Filesystem& fs, const sup::CommandStatus& st, Selection sel, bool follow, bool timestamps)
@@ -66,13 +63,14 @@ class StreamHandle : public FollowedReadHandle {
   Reply fetch(std::size_t size, off_t off, bool) override {
     std::lock_guard g(mu_);
     if (int err = ensure()) return Reply::error(err);
-    // Nothing to mask and a long run of the stream in one place of the log:
-    // the kernel moves the bytes (spliced, no copy in the daemon). A read
-    // may then end at a chunk's end; readers ask again.
+    // Nothing to mask and the whole read in one place of the log (or the
+    // stream's end there): the kernel moves the bytes (spliced, no copy in
+    // the daemon). Never a short read before the end: tools take a short
+    // read of a regular file for its end.
     std::uint64_t at = 0, run = 0;
     if (!timestamps_ && !raw_ && sel_ != Selection::log && secrets_.empty() && index_.is_open() &&
         index_.locate(stream_of(sel_), static_cast<std::uint64_t>(off), &at, &run) &&
-        run >= std::min<std::uint64_t>(size, kSpliceAtLeast)) {
+        (run >= size || static_cast<std::uint64_t>(off) + run >= index_.stream_size(stream_of(sel_)))) {
       if (!log_share_) log_share_ = std::make_shared<const sup::UniqueFd>(::dup(index_.log_fd()));
       if (*log_share_)
         return Reply::file(log_share_, static_cast<off_t>(at), static_cast<std::size_t>(std::min<std::uint64_t>(size, run)));
