@@ -295,7 +295,7 @@ class EventsHandle : public FollowedReadHandle {
 
 }  // namespace
 
-std::unique_ptr<Handle> open_events(Filesystem& fs, const Node& node) {
+std::unique_ptr<Handle> open_events(Filesystem& fs, const Node& node, const OpenRequest&) {
   return std::make_unique<EventsHandle>(fs, *node.record, node.keys().has("follow"), node.keys().text("since"));
 }
 

@@ -242,7 +242,7 @@ bool has_index(const sup::CommandStatus& st) {
   return ::stat((FollowedReadHandle::dir_of(st) + "/index").c_str(), &s) == 0;
 }
 
-std::unique_ptr<Handle> open_stream(Filesystem& fs, const Node& node) {
+std::unique_ptr<Handle> open_stream(Filesystem& fs, const Node& node, const OpenRequest&) {
   return std::make_unique<StreamHandle>(fs, *node.record, selection_of(node.kind), node.keys().has("follow"),
                                         node.keys().has("timestamps"));
 }

@@ -44,7 +44,7 @@ struct CommandStatus {
   bool ready = false;
   std::string ready_at;
 
-  /// The DESIGN.md fields (no logPath/mine: the view adds those).
+  /// status.json's fields as sbxfs.5 lists them (no logPath/mine: the view adds those).
   nlohmann::json to_json() const;
 };
 

@@ -24,10 +24,10 @@ bool CpuSampler::stale(const Sample& s, Clock::time_point now) const {
   return s.at == Clock::time_point{} || now - s.at >= interval_;
 }
 
-void CpuSampler::take(const Tree& t) {
+void CpuSampler::take(const Tree& t, const std::vector<ProcEntry>& all) {
   static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
   std::uint64_t started = 0;
-  const std::uint64_t ticks = tree_cpu_ticks(t.monitor, &started);
+  const std::uint64_t ticks = tree_cpu_ticks(t.monitor, all, &started);
   const auto now = Clock::now();
   timespec boot{};
   ::clock_gettime(CLOCK_BOOTTIME, &boot);
@@ -58,7 +58,7 @@ double CpuSampler::percent(const Tree& t) {
     if (!stale(s, Clock::now())) return s.percent;
     s.busy = true;
   }
-  take(t);
+  take(t, scan_processes());
   std::lock_guard g(mu_);
   auto it = samples_.find(t.id);
   return it == samples_.end() ? 0 : it->second.percent;
@@ -78,9 +78,12 @@ std::vector<double> CpuSampler::percents(const std::vector<Tree>& trees) {
     }
   }
   std::stable_sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  const auto until = Clock::now() + budget_;
   std::size_t done = 0;
-  for (; done < due.size() && Clock::now() < until; ++done) take(*due[done].second);
+  // One pass over /proc serves every tree sampled now; the budget is for
+  // the trees, after it.
+  const std::vector<ProcEntry> all = due.empty() ? std::vector<ProcEntry>{} : scan_processes();
+  const auto until = Clock::now() + budget_;
+  for (; done < due.size() && Clock::now() < until; ++done) take(*due[done].second, all);
 
   std::vector<double> out;
   out.reserve(trees.size());
@@ -114,7 +117,8 @@ void CpuSampler::run() {
     std::vector<Tree> batch;
     batch.swap(queue_);
     g.unlock();
-    for (const Tree& t : batch) take(t);
+    const std::vector<ProcEntry> all = scan_processes();
+    for (const Tree& t : batch) take(t, all);
     g.lock();
   }
 }

@@ -1,0 +1,57 @@
+#include "supervisor/command_state.hpp"
+
+namespace sup {
+
+namespace {
+
+using S = CommandState;
+using A = CommandAction;
+
+constexpr Transition kNop(S s) { return {s, A::none}; }
+
+// Rows: states in enum order; columns: started, stop_asked, kill_asked,
+// timed_out, grace_over, ended, unreadable.
+constexpr Transition kTable[kCommandStates][kCommandEvents] = {
+    /* empty */
+    {{S::running, A::none}, kNop(S::empty), kNop(S::empty), kNop(S::empty), kNop(S::empty), kNop(S::empty),
+     {S::error, A::none}},
+    /* running */
+    {kNop(S::running), {S::stopping, A::send_term}, {S::killing, A::send_kill}, {S::stopping, A::send_term},
+     kNop(S::running), {S::exited, A::record_end}, {S::error, A::none}},
+    /* stopping: a second stop or a timeout changes nothing; the grace ends in SIGKILL */
+    {kNop(S::stopping), kNop(S::stopping), {S::killing, A::send_kill}, kNop(S::stopping),
+     {S::killing, A::send_kill}, {S::exited, A::record_end}, {S::error, A::none}},
+    /* killing: each kill request and each due sweep sends SIGKILL again */
+    {kNop(S::killing), kNop(S::killing), {S::killing, A::send_kill}, kNop(S::killing), {S::killing, A::send_kill},
+     {S::exited, A::record_end}, {S::error, A::none}},
+    /* exited: only a new run of its name changes it */
+    {{S::running, A::none}, kNop(S::exited), kNop(S::exited), kNop(S::exited), kNop(S::exited), kNop(S::exited),
+     kNop(S::exited)},
+    /* error: as exited */
+    {{S::running, A::none}, kNop(S::error), kNop(S::error), kNop(S::error), kNop(S::error), kNop(S::error),
+     kNop(S::error)},
+};
+
+}  // namespace
+
+Transition transition(CommandState s, CommandEvent e) {
+  return kTable[static_cast<int>(s)][static_cast<int>(e)];
+}
+
+const char* state_name(CommandState s) {
+  switch (s) {
+    case S::empty: return "empty";
+    case S::running:
+    case S::stopping:
+    case S::killing: return "running";
+    case S::exited: return "exited";
+    case S::error: return "error";
+  }
+  return "error";
+}
+
+bool is_running(CommandState s) { return s == S::running || s == S::stopping || s == S::killing; }
+
+bool has_ended(CommandState s) { return s == S::exited || s == S::error; }
+
+}  // namespace sup

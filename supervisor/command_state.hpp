@@ -1,0 +1,60 @@
+#pragma once
+// A command's life as one table, state x event -> next state and action
+// (s6-supervise's actions[state][event]), used by the supervisor's record
+// and by the monitor's loop. Every cell is spelled out in command_state.cpp,
+// an event that changes nothing included (action none).
+//
+// The record sees empty (a named slot), running, exited and error; the
+// monitor sees running, stopping (SIGTERM sent, the grace runs) and killing
+// (SIGKILL sweeps). status.json shows a stopping or killing command as
+// "running". Room is left for "queued" and "paused" (supervision options).
+#include <cstdint>
+#include <string_view>
+
+namespace sup {
+
+enum class CommandState : std::uint8_t {
+  empty,     ///< a named slot, never started (or kept for a new run)
+  running,   ///< the command runs
+  stopping,  ///< asked to end: SIGTERM sent to the tree, SIGKILL after the grace
+  killing,   ///< SIGKILL sweeps until the tree is gone
+  exited,    ///< the tree has ended; exit.json says how
+  error,     ///< the record cannot be read (or its command cannot be known)
+};
+inline constexpr int kCommandStates = 6;
+
+enum class CommandEvent : std::uint8_t {
+  started,     ///< a run of the command was published (a new record, or a slot's new run)
+  stop_asked,  ///< a `term` request (stop, a signal to the monitor)
+  kill_asked,  ///< a `kill` request
+  timed_out,   ///< the command's timeoutSec passed
+  grace_over,  ///< the grace after SIGTERM passed, or the next SIGKILL sweep is due
+  ended,       ///< the whole tree is gone and how it ended is known
+  unreadable,  ///< what the record says cannot be read
+};
+inline constexpr int kCommandEvents = 7;
+
+enum class CommandAction : std::uint8_t {
+  none,        ///< nothing changes (or only the state does)
+  send_term,   ///< SIGTERM (+SIGCONT) to the tree, arm the grace
+  send_kill,   ///< a SIGKILL sweep over the tree
+  record_end,  ///< keep how it ended
+};
+
+struct Transition {
+  CommandState next;
+  CommandAction action;
+};
+
+/// The table's cell.
+Transition transition(CommandState s, CommandEvent e);
+
+/// status.json's "state": "empty", "running" (also stopping and killing),
+/// "exited", "error".
+const char* state_name(CommandState s);
+/// status.json's "running".
+bool is_running(CommandState s);
+/// Over: exited or error.
+bool has_ended(CommandState s);
+
+}  // namespace sup
