@@ -68,9 +68,11 @@ inline constexpr ParamKey ready[] = {kTimeoutSec, kTailBytes, {"readyPort", Para
 inline constexpr ParamKey output[] = {kTimeoutSec, {"maxBytes", ParamType::number, 0, 0, ParamKey::Bound::log_max}};
 inline constexpr ParamKey tail[] = {kTailBytes};
 inline constexpr ParamKey record_status[] = {kTailBytes};
+inline constexpr ParamKey log[] = {{"follow", ParamType::flag}, {"timestamps", ParamType::flag}};
+inline constexpr ParamKey events[] = {{"since", ParamType::text}, {"follow", ParamType::flag}};
 
 /// Every set above, for the tests and the fuzzer that try them all.
-inline constexpr std::span<const ParamKey> all[] = {root_status, wait, ready, output, tail, record_status};
+inline constexpr std::span<const ParamKey> all[] = {root_status, wait, ready, output, tail, record_status, log, events};
 
 }  // namespace param_keys
 

@@ -42,6 +42,16 @@ std::string make_readme(const Config& cfg);
 /// The backing file of a log node in the state directory.
 std::string log_path(const Node& node);
 
+// stream_file.cpp: stdout and stderr served from the log's index, and the
+// `,follow` and `,timestamps` views of log, stdout and stderr (open_log
+// hands them over).
+std::unique_ptr<Handle> open_stream(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// The record's log has an index (else an older build wrote it).
+bool has_index(const sup::CommandStatus& st);
+/// stat of procs/ID/stdout or stderr from the index: its size, the log's
+/// times. False for other files, or without an index.
+bool stream_attr(const Node& node, struct stat* st);
+
 // output_file.cpp
 /// `in` with each byte that is not part of valid UTF-8 replaced by the four
 /// characters \xHH (uppercase hex); *escaped (may be null) gets how many.

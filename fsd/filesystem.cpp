@@ -55,7 +55,7 @@ std::string Requester::cwd() const {
 void Requester::load_client() { client = client_of(pid); }
 
 Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
-    : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup),
+    : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup), follows_(sup),
       steps_([](const std::string& message) { fuse_log(FUSE_LOG_ERR, "sbxfs: %s\n", message.c_str()); }),
       scratch_(sup, errors_, cfg_.max_request, cfg_.scratch_ttl) {
   const std::string dir = sup_.info().state_dir + "/steps";

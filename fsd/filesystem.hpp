@@ -19,6 +19,7 @@
 #include "fsd/entry_invalidator.hpp"
 #include "fsd/error_log.hpp"
 #include "fsd/file_params.hpp"
+#include "fsd/follow_requests.hpp"
 #include "fsd/inode.hpp"
 #include "fsd/open_handles.hpp"
 #include "fsd/param_nodes.hpp"
@@ -95,6 +96,7 @@ class Filesystem {
   const Config& config() const { return cfg_; }
   ErrorLog& errors() { return errors_; }
   ParkedRequests& parked() { return parked_; }
+  FollowRequests& follows() { return follows_; }
   StartRequests& starts() { return starts_; }
   OpenHandles& handles() { return handles_; }
   const std::string& readme() const { return readme_; }
@@ -149,6 +151,7 @@ class Filesystem {
     sup_.unsubscribe(ended_subscription_);
     sup_.cancel_starts();
     parked_.shutdown();
+    follows_.shutdown();
     handles_.clear();
   }
 
@@ -166,6 +169,7 @@ class Filesystem {
   ErrorLog errors_;
   OpenHandles handles_;  // before parked_: parked requests may point into handles
   ParkedRequests parked_;
+  FollowRequests follows_;  // after handles_, like parked_
   StartRequests starts_;
   std::unique_ptr<sup::BoxSteps> box_steps_;
   std::uint64_t ended_subscription_ = 0;

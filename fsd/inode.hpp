@@ -43,6 +43,7 @@ enum class Kind : std::uint8_t {
   output,       // procs/ID/output
   steps,        // procs/ID/steps (sbx-step writes events here)
   steps_json,   // procs/ID/steps.json
+  events,       // procs/ID/events
   record_end,   // not a file: a new kind of a command's file goes before it
 };
 

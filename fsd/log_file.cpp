@@ -132,6 +132,12 @@ class LogHandle : public Handle {
   SourcePtr src_;  // guarded by mu_ (the pointer; a Source never changes)
 };
 
+/// The record has a log but no index: an older build's, whose streams have files of their own.
+bool old_stream_files(const sup::CommandStatus& st) {
+  struct stat s {};
+  return ::stat(st.log_file.c_str(), &s) == 0;
+}
+
 }  // namespace
 
 std::string log_path(const Node& node) {
@@ -142,7 +148,12 @@ std::string log_path(const Node& node) {
   }
 }
 
-std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node, const OpenRequest&) {
+std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  const bool stream_kind = node.kind == Kind::stdout_log || node.kind == Kind::stderr_log;
+  // Views with keys, and streams kept in the log's index (any record but
+  // one an older build wrote with files of their own): stream_file.cpp.
+  if (!node.keys().empty() || (stream_kind && (has_index(*node.record) || !old_stream_files(*node.record))))
+    return open_stream(fs, node, req);
   const std::string path = log_path(node);
   sup::UniqueFd fd(path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   const int err = !fd && !path.empty() && errno != ENOENT ? errno : 0;

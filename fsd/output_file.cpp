@@ -19,6 +19,7 @@
 #include "fsd/blocking_read.hpp"
 #include "supervisor/clock.hpp"
 #include "fsd/files.hpp"
+#include "supervisor/log_index.hpp"
 #include "supervisor/utf8.hpp"
 
 namespace fsd {
@@ -30,6 +31,13 @@ struct Stream {
   bool truncated = false;
   std::uint64_t size = 0;  ///< the whole file's size
 };
+
+/// A cut may fall inside a UTF-8 character: start at the next one.
+void skip_partial_char(std::string& bytes) {
+  std::size_t skip = 0;
+  while (skip < 3 && skip < bytes.size() && (static_cast<unsigned char>(bytes[skip]) & 0xC0) == 0x80) ++skip;
+  bytes.erase(0, skip);
+}
 
 /// read_end() once; `ino`: the inode read (0: none).
 Stream read_end_once(const std::string& path, std::size_t cap, ino_t* ino) {
@@ -52,19 +60,31 @@ Stream read_end_once(const std::string& path, std::size_t cap, ino_t* ino) {
       got += static_cast<std::size_t>(n);
     }
     s.bytes.resize(got);
-    // A cut may fall inside a UTF-8 character: start at the next one.
-    if (s.truncated) {
-      std::size_t skip = 0;
-      while (skip < 3 && skip < s.bytes.size() && (static_cast<unsigned char>(s.bytes[skip]) & 0xC0) == 0x80) ++skip;
-      s.bytes.erase(0, skip);
-    }
+    if (s.truncated) skip_partial_char(s.bytes);
   }
   ::close(fd);
   return s;
 }
 
+/// The last `cap` bytes of the stream whose file would be `path`, from the
+/// log's index; nullopt when the record has none (an older build's).
+std::optional<Stream> read_end_indexed(const std::string& path, std::size_t cap) {
+  const std::size_t slash = path.rfind('/');
+  sup::LogIndex index;
+  if (slash == std::string::npos || index.open(path.substr(0, slash)) != 0) return std::nullopt;
+  const sup::LogStream which = path.ends_with("/stderr") ? sup::LogStream::err : sup::LogStream::out;
+  Stream s;
+  s.size = index.stream_size(which);
+  const std::uint64_t from = s.size > cap ? s.size - cap : 0;
+  s.truncated = from > 0;
+  (void)index.read_stream(which, from, static_cast<std::size_t>(s.size - from), &s.bytes);
+  if (s.truncated) skip_partial_char(s.bytes);
+  return s;
+}
+
 /// The last `cap` bytes of `path` (an empty stream when it cannot be read).
 Stream read_end(const std::string& path, std::size_t cap) {
+  if (std::optional<Stream> indexed = read_end_indexed(path, cap)) return *indexed;
   Stream s;
   for (int attempt = 0; attempt < 3; ++attempt) {
     ino_t ino = 0;

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "fsd/pollhandle_map.hpp"
 #include "fsd/reader_condition.hpp"
 
 namespace fsd {
@@ -192,33 +193,13 @@ bool ParkedRequests::holds(const std::optional<sup::CommandStatus>& st, Until un
 
 bool ParkedRequests::watch(const void* owner, const std::string& id, Until until, fuse_pollhandle* ph,
                            const ReaderCondition* own) {
-  fuse_pollhandle* old = nullptr;
-  {
-    std::lock_guard g(mu_);
-    if (closed_) {
-      fuse_pollhandle_destroy(ph);
-      return true;
-    }
-    Watch& w = watches_[owner];
-    old = w.ph;
-    w = Watch{id, until, ph, own};
-  }
-  if (old) fuse_pollhandle_destroy(old);
+  if (!put_pollhandle(mu_, closed_, watches_, owner, Watch{id, until, ph, own})) return true;
 
   Outcome why = Outcome::ended;
   if (!holds(id, until, own, &why)) return false;
   // It happened before (or while) we stored ph. If the event thread took ph it
   // notifies; otherwise we take it back. Readable either way.
-  fuse_pollhandle* mine = nullptr;
-  {
-    std::lock_guard g(mu_);
-    auto it = watches_.find(owner);
-    if (it != watches_.end() && it->second.ph == ph) {
-      mine = ph;
-      watches_.erase(it);
-    }
-  }
-  if (mine) fuse_pollhandle_destroy(mine);
+  if (fuse_pollhandle* mine = take_pollhandle(mu_, watches_, owner, ph)) fuse_pollhandle_destroy(mine);
   return true;
 }
 
@@ -255,15 +236,7 @@ void ParkedRequests::condition_met(const ReaderCondition* own) {
 }
 
 void ParkedRequests::unwatch(const void* owner) {
-  fuse_pollhandle* ph = nullptr;
-  {
-    std::lock_guard g(mu_);
-    auto it = watches_.find(owner);
-    if (it == watches_.end()) return;
-    ph = it->second.ph;
-    watches_.erase(it);
-  }
-  if (ph) fuse_pollhandle_destroy(ph);
+  if (fuse_pollhandle* ph = take_pollhandle(mu_, watches_, owner)) fuse_pollhandle_destroy(ph);
 }
 
 void ParkedRequests::shutdown() {

@@ -38,6 +38,9 @@ WATCH IT
   procs/ID/status.json     the command's record: state, pid, exitCode, ...
   procs/ID/log             stdout and stderr as written (tail -f works)
   procs/ID/stdout, stderr  each stream alone; logs/ID.log = procs/ID/log
+  procs/ID/events          the output as JSON lines: {"type": "stdout"|"stderr",
+                           "cursor", "timestamp", "data"} ("dataBase64" when not
+                           UTF-8), then {"type": "terminal", "exit": {...}}
   procs/ID/tail            the last 4096 bytes of log
   procs/ID/wait            reading blocks until the command has ended, then
                            gives its record as JSON with "stillRunning": false.
@@ -68,6 +71,13 @@ PARAMETERS IN THE NAME
                            as for wait; each stream its last N bytes
                            (0: no cap, up to log_max)
   procs/ID/tail,tailBytes=N       the last N bytes of log (1..16384)
+  procs/ID/log,follow      (also stdout,follow, stderr,follow) like tail -f,
+                           but ends by itself once the command has ended
+  procs/ID/log,timestamps  each line prefixed by when it was written
+  procs/ID/events,since=CURSOR,follow
+                           the events after CURSOR (EINVAL for a cursor of an
+                           earlier run); follow: wait for more, end after the
+                           terminal event
   procs/ID/status.json,tailBytes=N the record, with logTail
   status.json,all          ended commands too, oldest first, with exitCode,
                            signal, endReason and finishedAt

@@ -134,6 +134,7 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
     if (const std::optional<timespec> t = start_time(node.record->started_at)) st.st_mtim = st.st_ctim = *t;
   st.st_blksize = 4096;
   if (row.size == Size::readme) st.st_size = static_cast<off_t>(fs.readme().size());
+  if (row.size == Size::stream) st.st_blksize = kLogBlockSize;  // big reads, as for the logs
   if (row.size == Size::backing) {
     // Each read is a round trip to the daemon: invite big ones (cat, cp and
     // friends size their buffer by st_blksize). 512 KiB + libfuse's header
@@ -142,7 +143,8 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
     // The real size, so `tail -f` and friends see the file grow.
     struct stat backing {};
     const std::string path = log_path(node);
-    if ((open && open->fstat(&backing)) || (!path.empty() && ::stat(path.c_str(), &backing) == 0)) {
+    if ((open && open->fstat(&backing)) || stream_attr(node, &backing) ||
+        (!path.empty() && ::stat(path.c_str(), &backing) == 0)) {
       st.st_size = backing.st_size;
       st.st_blocks = backing.st_blocks;
       st.st_mtim = st.st_ctim = backing.st_mtim;

@@ -38,11 +38,11 @@ constexpr TreeFile kFiles[] = {
      .open = open_status, .keys = param_keys::record_status, .entry_timeout = 0, .attr_timeout = 0,
      .reads_client = true},
     {.kind = Kind::log, .place = Place::record, .name = "log", .mode = kReadOnly, .open = open_log,
-     .entry_timeout = 0, .attr_timeout = 0, .size = Size::backing},
+     .keys = param_keys::log, .entry_timeout = 0, .attr_timeout = 0, .size = Size::backing},
     {.kind = Kind::stdout_log, .place = Place::record, .name = "stdout", .mode = kReadOnly, .open = open_log,
-     .entry_timeout = 0, .attr_timeout = 0, .size = Size::backing},
+     .keys = param_keys::log, .entry_timeout = 0, .attr_timeout = 0, .size = Size::backing},
     {.kind = Kind::stderr_log, .place = Place::record, .name = "stderr", .mode = kReadOnly, .open = open_log,
-     .entry_timeout = 0, .attr_timeout = 0, .size = Size::backing},
+     .keys = param_keys::log, .entry_timeout = 0, .attr_timeout = 0, .size = Size::backing},
     {.kind = Kind::tail, .place = Place::record, .name = "tail", .mode = kReadOnly, .open = open_tail,
      .keys = param_keys::tail, .entry_timeout = 0, .attr_timeout = 0},
     {.kind = Kind::wait, .place = Place::record, .name = "wait", .mode = kReadOnly, .open = open_wait,
@@ -59,6 +59,8 @@ constexpr TreeFile kFiles[] = {
      .entry_timeout = 0, .attr_timeout = 0},
     {.kind = Kind::signal, .place = Place::record, .name = "signal", .mode = kWriteOnly, .open = open_signal,
      .entry_timeout = 0, .attr_timeout = 0},
+    {.kind = Kind::events, .place = Place::record, .name = "events", .mode = kReadOnly, .open = open_events,
+     .keys = param_keys::events, .entry_timeout = 0, .attr_timeout = 0, .size = Size::stream},
 
     // Named otherwise.
     {.kind = Kind::root, .place = Place::unnamed, .mode = kDir},

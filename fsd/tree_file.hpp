@@ -43,6 +43,7 @@ enum class Size {
   zero,     ///< 0: the text is made at open (procfs style, read to EOF)
   readme,   ///< the README's length
   backing,  ///< the state directory's file behind it (log_path): real size, mtime and a big st_blksize
+  stream,   ///< 0 with the logs' big st_blksize: made as it is read, in big reads (events)
 };
 
 struct TreeFile {
@@ -82,7 +83,8 @@ std::unique_ptr<Handle> open_errors(Filesystem& fs, const Node& node, const Open
 /// steps.json at the root: every kept step of the box (snapshot at open).
 std::unique_ptr<Handle> open_box_steps(Filesystem& fs, const Node& node, const OpenRequest& req);
 /// log, stdout, stderr and logs/ID.log: preads of the state directory's
-/// files, with their real size.
+/// files, with their real size; stdout and stderr from the log's index, and
+/// the `,follow` and `,timestamps` views (stream_file.cpp).
 std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node, const OpenRequest& req);
 /// tail: the last 4096 bytes of log (tail,tailBytes=N: N), masked (snapshot at open).
 std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node, const OpenRequest& req);
@@ -101,6 +103,9 @@ std::unique_ptr<Handle> open_steps_json(Filesystem& fs, const Node& node, const 
 std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node, const OpenRequest& req);
 /// signal: a write sends a signal (number or name) to the whole tree.
 std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// procs/ID/events: the log as JSON lines, one an output chunk, then the
+/// end (events,since=CURSOR: after a cursor; events,follow: until the end).
+std::unique_ptr<Handle> open_events(Filesystem& fs, const Node& node, const OpenRequest& req);
 /// A scratch file (scratch_file.cpp; O_TRUNC honoured); null when it is gone.
 std::unique_ptr<Handle> open_scratch(Filesystem& fs, const Node& node, const OpenRequest& req);
 

@@ -16,7 +16,11 @@
 namespace sup {
 
 void Supervisor::Impl::watch_log(Record& r) {
-  const int wd = ::inotify_add_watch(inotify.get(), (dir_of(r.id) + "/log").c_str(), IN_MODIFY);
+  // A monitor that keeps an index appends to it after each write to the
+  // log: its change says that both have the bytes. Older monitors: the log.
+  const std::string dir = dir_of(r.id);
+  int wd = ::inotify_add_watch(inotify.get(), (dir + "/index").c_str(), IN_MODIFY);
+  if (wd < 0) wd = ::inotify_add_watch(inotify.get(), (dir + "/log").c_str(), IN_MODIFY);
   if (wd >= 0) {
     r.log_wd = wd;
     wd_ids[wd] = r.id;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "supervisor/atomic_write.hpp"
+#include "supervisor/log_index.hpp"
 
 namespace sbxmon {
 
@@ -40,22 +41,17 @@ size_t signal_tree(pid_t group, bool group_usable, int sig, bool also_cont);
 struct Stream {
   const char* name = "";  // "stdout" / "stderr" (for diagnostics)
   int pipe = -1;          // read end of the command's pipe (O_NONBLOCK); -1 at EOF
-  int file = -1;          // the stream's file; -1 until its first byte
-  bool seen = false;      // a byte was read from the pipe
-  bool linked = false;    // the file is a second name of `log` (file == the log's fd)
   bool grown = false;     // the pipe was grown (or refused to grow)
-  bool marked = false;    // the truncation marker is in `file`
-  int state = 0;          // errno of the last write to `file` (0: fine)
 };
 
-// Moves output from the streams' pipes into `log` and each stream's file
-// (see relay.cpp), keeping the first log_max bytes and counting the rest.
+// Moves output from the streams' pipes into `log` and `index` (see
+// relay.cpp), keeping the first log_max bytes and counting the rest.
 class Relay {
  public:
   enum class Result { moved, empty, closed };
 
-  // `log` and the streams' files are created in dirfd at the first byte
-  // that goes in them. log_max: bytes kept, 0 = no limit.
+  // `index` and `log` are created in dirfd by open_log(), or at the first
+  // output. log_max: bytes kept, 0 = no limit.
   Relay(int dirfd, uint64_t log_max, Stream& out, Stream& err);
   // Creates `log` (done after the start's report; else at the first output).
   bool open_log();
@@ -68,15 +64,19 @@ class Relay {
   uint64_t log_lost() const { return log_lost_; }
 
  private:
-  bool open_stream_file(Stream& s);  // creates s.file at the stream's first byte
-  void unlink_stream(Stream& s);     // a linked stream gets a file of its own
+  // Writes buf to the log and indexes what reached it.
+  void append(sup::LogStream stream, const char* buf, size_t len, int64_t time_us);
   void grow(Stream& s);
-  void mark(int fd, int* state, const char* name);
-  void count_dropped(Stream& s, size_t n);
+  void mark(int64_t time_us);
+  void count_dropped(size_t n, int64_t time_us);
   void note(int* state, const char* name, int err);
 
   int dirfd_;
   int logfd_ = -1;
+  int indexfd_ = -1;
+  int index_state_ = 0;    // errno of the last write to index
+  uint64_t log_end_ = 0;   // bytes in log (the markers too)
+  char last_byte_ = '\n';  // the log's last byte
   uint64_t log_max_;
   Stream &out_, &err_;
   uint64_t kept_ = 0;     // bytes in log, the marker not counted

@@ -1,29 +1,25 @@
-// sbxfs-monitor: the output relay (command pipes -> log, stdout, stderr).
+// sbxfs-monitor: the output relay (command pipes -> log and index).
 //
-// Each chunk read from a stream's pipe goes to `log` (both streams, in the
-// order read) and to the stream's own file. Plain read()+write()+write():
-// tee(2)+splice(2) into the files was measured slower on this kernel (the
-// in-kernel copy from pipe pages cost ~3x the copy from a user buffer;
-// 1 GiB: 0.80-1.11 s of monitor CPU against 0.61-0.74 s). A 256 KiB buffer
-// and a pipe grown to 1 MiB once it is found full took the most off
-// (0.51-0.57 s): fewer wake-ups of the monitor and of the writer.
+// Each chunk read from a stream's pipe is written once, to `log` (both
+// streams, in the order read), and described by one 24-byte entry appended
+// to `index` (stream, offset in log, length, time read): stdout, stderr,
+// the events and the timestamped views are served from these two files
+// (supervisor/log_index.hpp). Plain read()+write(): tee(2)+splice(2) into
+// files was measured slower on this kernel (the in-kernel copy from pipe
+// pages cost ~3x the copy from a user buffer). A 256 KiB buffer and a pipe
+// grown to 1 MiB once it is found full took the most off: fewer wake-ups of
+// the monitor and of the writer. An index entry per chunk read costs one
+// small write per read, so 24 bytes per up to 256 KiB of output.
 //
-// `stdout` and `stderr` are created at their stream's first byte (many
-// commands write to one stream or none, and on ext4 every file created at
-// start cost 15-200 us, bench/RESULTS.md); `log` just after the start.
-//
-// While only one stream has written, the log holds exactly its bytes: that
-// stream's file is then a second name (hard link) of `log`, and each byte
-// is written once, not twice (capture of 1 GiB: the second write was about
-// a third of the time). At the other stream's first byte, the linked one
-// gets a file of its own first: a copy of the log so far (copy_file_range),
-// renamed over the link, so its name never shows the other stream's bytes.
+// `index` and `log` are created just after the start is reported (off the
+// start's path: on ext4 every file created at start cost 15-200 us,
+// bench/RESULTS.md), the index first, so that the daemon, which watches the
+// index of a record that has one, finds it when the log appears.
 //
 // The log keeps the first log_max bytes of output; past that, stdout and
 // stderr are still drained (the command never blocks on a full pipe) and
 // counted, not kept: `dropped` is created and its size (a sparse file, no
-// blocks) is the count; the log and each stream file that lost bytes get
-// one marker line.
+// blocks) is the count; the log gets one marker line (a marker chunk).
 #include "monitor.hpp"
 
 #include <errno.h>
@@ -31,9 +27,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
 
 namespace sbxmon {
 
@@ -57,8 +55,22 @@ Relay::Relay(int dirfd, uint64_t log_max, Stream& out, Stream& err)
 
 bool Relay::open_log() {
   if (logfd_ >= 0) return true;
-  // Readable too: the truncation marker looks at the last byte kept.
-  logfd_ = ::openat(dirfd_, "log", O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (indexfd_ < 0) {
+    indexfd_ = ::openat(dirfd_, "index", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (indexfd_ < 0) {
+      note(&index_state_, "index", errno);  // tried again at the next chunk
+      return false;
+    }
+    // Any value that differs between two runs of a slot: cursors of one
+    // run are refused by the next.
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const uint64_t run = (static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec)) ^
+                         (static_cast<uint64_t>(::getpid()) << 40);
+    const std::string header = sup::encode_index_header(run);
+    note(&index_state_, "index", write_all(indexfd_, header.data(), header.size()));
+  }
+  logfd_ = ::openat(dirfd_, "log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
   if (logfd_ < 0) note(&log_state_, "log", errno);  // tried again at the next chunk
   return logfd_ >= 0;
 }
@@ -75,67 +87,35 @@ void Relay::grow(Stream& s) {
   if (size < 0) diag("%s: cannot grow the pipe: %s", s.name, ::strerror(errno));
 }
 
-void Relay::mark(int fd, int* state, const char* name) {
+void Relay::append(sup::LogStream stream, const char* buf, size_t len, int64_t time_us) {
+  int err = open_log() ? write_all(logfd_, buf, len) : log_state_;
+  uint64_t wrote = len;
+  if (err != 0) {
+    // What did reach the log is indexed, so that later chunks stay in place.
+    const off_t end = ::lseek(logfd_, 0, SEEK_END);
+    wrote = end > static_cast<off_t>(log_end_) ? static_cast<uint64_t>(end) - log_end_ : 0;
+    log_lost_ += len - wrote;  // outputLost: the disk was full
+  }
+  note(&log_state_, "log", err);
+  if (wrote == 0) return;
+  char entry[sup::kIndexEntrySize];
+  sup::encode_index_entry({log_end_, time_us, static_cast<uint32_t>(wrote), stream}, entry);
+  log_end_ += wrote;
+  last_byte_ = buf[wrote - 1];
+  note(&index_state_, "index", write_all(indexfd_, entry, sizeof entry));
+}
+
+void Relay::mark(int64_t time_us) {
   // On a line of its own: a newline first unless the kept bytes end with one.
-  char last = '\n';
-  off_t end = ::lseek(fd, 0, SEEK_END);
-  if (end > 0 && ::pread(fd, &last, 1, end - 1) != 1) last = '\n';
   char line[256];
   int len = snprintf(line, sizeof line,
                      "%s[sbxfs: log_max (%llu bytes) reached: later output is counted in droppedBytes, not kept]\n",
-                     last == '\n' ? "" : "\n", static_cast<unsigned long long>(log_max_));
-  if (len > 0) note(state, name, write_all(fd, line, static_cast<size_t>(len)));
+                     last_byte_ == '\n' ? "" : "\n", static_cast<unsigned long long>(log_max_));
+  if (len > 0) append(sup::LogStream::marker, line, static_cast<size_t>(len), time_us);
 }
 
-bool Relay::open_stream_file(Stream& s) {
-  if (s.file >= 0) return true;
-  Stream& other = &s == &out_ ? err_ : out_;
-  if (!other.seen && open_log() && ::linkat(dirfd_, "log", dirfd_, s.name, 0) == 0) {
-    s.file = logfd_;
-    s.linked = true;
-    return true;
-  }
-  if (other.linked) unlink_stream(other);
-  s.file = ::openat(dirfd_, s.name, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-  if (s.file < 0) note(&s.state, s.name, errno);  // tried again at the next chunk
-  return s.file >= 0;
-}
-
-void Relay::unlink_stream(Stream& s) {
-  s.linked = false;
-  s.file = -1;
-  char tmp[64];
-  snprintf(tmp, sizeof tmp, "%s.tmp", s.name);
-  int fd = ::openat(dirfd_, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  int err = fd < 0 ? errno : 0;
-  struct stat st {};
-  if (err == 0 && ::fstat(logfd_, &st) != 0) err = errno;
-  loff_t in = 0;
-  while (err == 0 && in < st.st_size) {
-    // O_APPEND would make copy_file_range fail (EBADF): it is set after.
-    ssize_t n = ::copy_file_range(logfd_, &in, fd, nullptr, static_cast<size_t>(st.st_size - in), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) err = n < 0 ? errno : EIO;
-  }
-  if (err == 0 && ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_APPEND) != 0) err = errno;
-  if (err == 0 && ::renameat(dirfd_, tmp, dirfd_, s.name) != 0) err = errno;
-  if (err == 0) {
-    s.file = fd;
-    return;
-  }
-  // Disk full, most likely: rather no file than one that mixes both streams.
-  if (fd >= 0) ::close(fd);
-  ::unlinkat(dirfd_, tmp, 0);
-  ::unlinkat(dirfd_, s.name, 0);
-  note(&s.state, s.name, err);
-}
-
-void Relay::count_dropped(Stream& s, size_t n) {
-  if (dropped_ == 0 && open_log()) mark(logfd_, &log_state_, "log");
-  if (!s.marked && open_stream_file(s)) {
-    if (!s.linked) mark(s.file, &s.state, s.name);  // linked: the log's mark is its own
-    s.marked = true;
-  }
+void Relay::count_dropped(size_t n, int64_t time_us) {
+  if (dropped_ == 0) mark(time_us);
   dropped_ += n;
   if (dropped_fd_ < 0) {
     dropped_fd_ = ::openat(dirfd_, "dropped", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -156,21 +136,15 @@ Relay::Result Relay::pump(Stream& s) {
     return Result::closed;
   }
   const size_t len = static_cast<size_t>(n);
-  s.seen = true;
   // The pipe held at least a default pipe's worth: the writer outpaces us.
   if (!s.grown && len >= 64 * 1024) grow(s);
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t time_us = static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
   const size_t keep = log_max_ == 0 ? len : static_cast<size_t>(std::min<uint64_t>(len, log_max_ - kept_));
-  if (keep > 0) {
-    // First: the other stream's link (if any) is replaced before the log
-    // gets a byte that is not its own.
-    const bool has_file = open_stream_file(s);
-    const int err = open_log() ? write_all(logfd_, g_buf, keep) : log_state_;
-    if (err != 0) log_lost_ += keep;  // outputLost: the disk was full
-    note(&log_state_, "log", err);
-    if (has_file && !s.linked) note(&s.state, s.name, write_all(s.file, g_buf, keep));
-    kept_ += keep;
-  }
-  if (keep < len) count_dropped(s, len - keep);
+  if (keep > 0) append(&s == &err_ ? sup::LogStream::err : sup::LogStream::out, g_buf, keep, time_us);
+  kept_ += keep;
+  if (keep < len) count_dropped(len - keep, time_us);
   return Result::moved;
 }
 

@@ -88,8 +88,8 @@ TEST(FileParams, UnknownKeysAreNamed) {
 }
 
 TEST(FileParams, AFileWithoutKeysTakesNone) {
-  const std::string m = error_of(ParamDir::record, "log,follow");
-  EXPECT_NE(m.find("'log' takes no parameters"), std::string::npos) << m;
+  const std::string m = error_of(ParamDir::record, "signal,follow");
+  EXPECT_NE(m.find("'signal' takes no parameters"), std::string::npos) << m;
 }
 
 TEST(FileParams, BadValues) {

@@ -59,7 +59,8 @@ TEST(TreeFile, ListingsKeepTheirOrder) {
   }
   EXPECT_EQ(root, (std::vector<std::string>{"README", "cmd", "status.json", "errors", "procs", "logs", "steps.json"}));
   EXPECT_EQ(record, (std::vector<std::string>{"cmd", "status.json", "log", "stdout", "stderr", "tail", "wait",
-                                              "ready", "output", "steps", "steps.json", "stop", "signal"}));
+                                              "ready", "output", "steps", "steps.json", "stop", "signal",
+                                              "events"}));
 }
 
 TEST(TreeFile, ModesAndOpeners) {
@@ -94,6 +95,7 @@ TEST(TreeFile, TheLogViewsHaveTheirBackingFilesSize) {
     EXPECT_EQ(fsd::tree_file(k).size, fsd::Size::backing);
   EXPECT_EQ(fsd::tree_file(Kind::readme).size, fsd::Size::readme);
   EXPECT_EQ(fsd::tree_file(Kind::status).size, fsd::Size::zero);
+  EXPECT_EQ(fsd::tree_file(Kind::events).size, fsd::Size::stream);
 }
 
 TEST(TreeFile, InodesDecodeToTheirKind) {
@@ -132,7 +134,11 @@ TEST(TreeFile, TheFilesWithParametersAreTheTables) {
     EXPECT_EQ(row->keys.data(), f.keys.data());
   }
   EXPECT_EQ(fsd::param_files().size(), with_keys);
-  EXPECT_EQ(fsd::find_param_file(fsd::ParamDir::record, "log"), nullptr);
+  EXPECT_EQ(fsd::find_param_file(fsd::ParamDir::record, "signal"), nullptr);
+  // The log views take ,follow and ,timestamps; events takes since= and follow.
+  for (const char* view : {"log", "stdout", "stderr"})
+    EXPECT_EQ(fsd::find_param_file(fsd::ParamDir::record, view)->keys.data(), fsd::param_keys::log) << view;
+  EXPECT_EQ(fsd::find_param_file(fsd::ParamDir::record, "events")->keys.data(), fsd::param_keys::events);
   // Every key set is some file's.
   for (const std::span<const fsd::ParamKey> keys : fsd::param_keys::all) {
     bool used = false;

@@ -285,7 +285,7 @@ TEST_F(FileParamsTest, ErrorsAreEinvalWithALineInErrors) {
       {"procs/" + id + "/wait,tailBytes=1,tailBytes=2", "tailBytes is given twice"},
       {"procs/" + id + "/tail,tailBytes=16385", "out of range: 1..16384"},
       {"procs/" + id + "/ready,readyPort=70000", "out of range: 1..65535"},
-      {"procs/" + id + "/log,follow", "'log' takes no parameters"},
+      {"procs/" + id + "/log,follow=1", "follow"},
       {"status.json,all=yes", "all is a flag"},
       {"status.json,ALL", "unknown key 'ALL'"},
   };

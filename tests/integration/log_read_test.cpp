@@ -29,8 +29,10 @@ import os
 m = os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/'
 s = os.environ['STATE'] + '/procs/' + os.environ['ID'] + '/'
 bad = []
+whole = open(s + 'log', 'rb').read()  # stdout's bytes, then stderr's "e\n"
+wants = {'log': whole, 'stdout': whole[:-2], 'stderr': whole[-2:]}
 for name in ('log', 'stdout', 'stderr'):
-    want = open(s + name, 'rb').read()
+    want = wants[name]
     fd = os.open(m + name, os.O_RDONLY)
     st = os.fstat(fd)
     if st.st_size != len(want): bad.append(f'{name}: size {st.st_size} != {len(want)}')

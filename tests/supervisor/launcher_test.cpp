@@ -55,8 +55,8 @@ TEST_F(LauncherTest, RunsTheCommandWithItsEnvironmentAndCwd) {
   ASSERT_TRUE(ex);
   EXPECT_EQ((*ex)["exitCode"], 0) << ex->dump();
   EXPECT_EQ(read_file(tmp_ / "a/log"), "hello " + tmp_.path() + "\n");
-  EXPECT_EQ(read_file(tmp_ / "a/stdout"), "hello " + tmp_.path() + "\n");
-  // No byte on stderr: no file (created at a stream's first byte).
+  EXPECT_EQ(read_stream(tmp_ / "a/stdout"), "hello " + tmp_.path() + "\n");
+  // The streams have no files of their own: the log and its index hold them.
   EXPECT_FALSE(file_exists(tmp_ / "a/stderr"));
   // ctl stays after the end, with no reader.
   EXPECT_TRUE(file_exists(tmp_ / "a/ctl"));
@@ -64,44 +64,43 @@ TEST_F(LauncherTest, RunsTheCommandWithItsEnvironmentAndCwd) {
   EXPECT_EQ(errno, ENXIO);
 }
 
-// While one stream alone has written, its file is the log under a second
-// name (each byte written once); the other stream's first byte gives it a
-// file of its own, with only its bytes.
-TEST_F(LauncherTest, AStreamIsTheLogUntilTheOtherWrites) {
+// Each byte is written once, to the log; the index says which stream each
+// chunk came from, so no stream has a file of its own.
+TEST_F(LauncherTest, EachByteIsWrittenOnceAndIndexed) {
   sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
   const std::string go = tmp_ / "go";
   auto l = job("s", {"/bin/sh", "-c", "echo a; while [ ! -e '" + go + "' ]; do sleep 0.01; done; echo b >&2; echo c"});
   SBX_ASSERT_OK(launch(launcher, l));
   const std::string d = tmp_ / "s";
-  ASSERT_TRUE(wait_for_text(d + "/stdout", "a\n", 5000ms));
-  struct stat out {}, log {};
-  ASSERT_EQ(::stat((d + "/stdout").c_str(), &out), 0);
-  ASSERT_EQ(::stat((d + "/log").c_str(), &log), 0);
-  EXPECT_EQ(out.st_ino, log.st_ino) << "stdout alone: a second name of the log";
-  EXPECT_EQ(log.st_nlink, 2u);
-
+  ASSERT_TRUE(wait_for_text(d + "/log", "a\n", 5000ms));
   write_file(go, "");
   ASSERT_TRUE(exit_of("s"));
   const std::string log_text = read_file(d + "/log");  // b and c: in the order the monitor read them
   EXPECT_TRUE(log_text == "a\nb\nc\n" || log_text == "a\nc\nb\n") << log_text;
-  EXPECT_EQ(read_file(d + "/stdout"), "a\nc\n");
-  EXPECT_EQ(read_file(d + "/stderr"), "b\n");
-  ASSERT_EQ(::stat((d + "/stdout").c_str(), &out), 0);
-  ASSERT_EQ(::stat((d + "/log").c_str(), &log), 0);
-  EXPECT_NE(out.st_ino, log.st_ino);
-  EXPECT_EQ(log.st_nlink, 1u);
-  EXPECT_FALSE(file_exists(d + "/stdout.tmp"));
+  EXPECT_EQ(read_stream(d + "/stdout"), "a\nc\n");
+  EXPECT_EQ(read_stream(d + "/stderr"), "b\n");
+  EXPECT_FALSE(file_exists(d + "/stdout"));
+  EXPECT_FALSE(file_exists(d + "/stderr"));
+  sup::LogIndex index;
+  ASSERT_EQ(index.open(d), 0);
+  std::uint64_t at = 0;
+  for (const sup::LogChunk& c : index.chunks()) {  // the chunks cover the log, in order
+    EXPECT_EQ(c.offset, at);
+    at += c.length;
+  }
+  EXPECT_EQ(at, log_text.size());
+  EXPECT_EQ(read_file(d + "/index").size(), sup::kIndexHeaderSize + index.chunks().size() * sup::kIndexEntrySize);
 }
 
-// stderr alone, past log_max: one marker, in the log that is also stderr.
-TEST_F(LauncherTest, ALinkedStreamPastLogMaxHasOneMarker) {
+// stderr alone, past log_max: one marker, in the log and so in stderr.
+TEST_F(LauncherTest, AStreamPastLogMaxHasOneMarker) {
   sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
   auto l = job("m", {"/bin/sh", "-c", "head -c 3000 /dev/zero | tr '\\0' x >&2"});
   l.log_max = 1000;
   SBX_ASSERT_OK(launch(launcher, l));
   ASSERT_TRUE(exit_of("m"));
   const std::string log = read_file(tmp_ / "m/log");
-  EXPECT_EQ(log, read_file(tmp_ / "m/stderr"));
+  EXPECT_EQ(log, read_stream(tmp_ / "m/stderr"));
   EXPECT_EQ(log.rfind(std::string(1000, 'x') + "\n[sbxfs: log_max (1000 bytes) reached", 0), 0u) << log;
   EXPECT_EQ(log.find("[sbxfs"), log.rfind("[sbxfs")) << log;
   EXPECT_FALSE(file_exists(tmp_ / "m/stdout"));
@@ -168,7 +167,7 @@ TEST_F(LauncherTest, AJobLargerThanASocketBufferArrivesWhole) {
   auto ex = exit_of("big");
   ASSERT_TRUE(ex);
   EXPECT_EQ((*ex)["exitCode"], 0);
-  EXPECT_EQ(read_file(tmp_ / "big/stdout"), std::to_string(16 * 64 * 1024) + "\n");
+  EXPECT_EQ(read_stream(tmp_ / "big/stdout"), std::to_string(16 * 64 * 1024) + "\n");
 }
 
 TEST_F(LauncherTest, AKilledServerIsReplacedAndItsMonitorsLiveOn) {

@@ -43,12 +43,12 @@ TEST_F(SignalTest, SignalReachesTrap) {
   auto r = sup_->start(shell("trap 'echo got-term; exit 5' TERM; sleep 30 & echo armed; wait"));
   SBX_ASSERT_OK(r);
   // The trap is set and the child has exec'd (so it no longer runs the shell's handler).
-  ASSERT_TRUE(wait_for_text(r->stdout_file, "armed")) << read_file(r->stdout_file);
+  ASSERT_TRUE(wait_for_text(r->log_file, "armed")) << read_file(r->log_file);
   ASSERT_TRUE(wait_for_marked_process({"sleep", "30"}));
   SBX_ASSERT_OK(sup_->signal(r->bg_id, SIGTERM));
   auto st = wait_ended(r->bg_id, 5000ms);
   ASSERT_TRUE(st);
-  EXPECT_EQ(read_file(st->stdout_file), "armed\ngot-term\n");
+  EXPECT_EQ(read_stream(st->stdout_file), "armed\ngot-term\n");
   EXPECT_EQ(st->exit_code, 5);
   EXPECT_TRUE(st->signal.empty()) << st->signal;
   // A signal request is not a stop: the command ended on its own.
@@ -59,7 +59,7 @@ TEST_F(SignalTest, SignalReachesTheWholeTree) {
   // USR1 kills a child that is not the root (default action: terminate).
   auto r = sup_->start(shell("trap 'echo usr1' USR1; sleep 30 & echo armed; wait; echo waited; exit 0"));
   SBX_ASSERT_OK(r);
-  ASSERT_TRUE(wait_for_text(r->stdout_file, "armed"));
+  ASSERT_TRUE(wait_for_text(r->log_file, "armed"));
   ASSERT_TRUE(wait_for_marked_process({"sleep", "30"}));
   SBX_ASSERT_OK(sup_->signal(r->bg_id, SIGUSR1));
   // The trap interrupts `wait`, the shell exits; sleep died of USR1 too,

@@ -133,7 +133,7 @@ TEST_F(StartTest, ArgvRunsWithoutShell) {
   auto st = wait_ended(r->bg_id);
   ASSERT_TRUE(st);
   EXPECT_EQ(st->exit_code, 0);
-  EXPECT_EQ(read_file(st->stdout_file), "a  b $HOME * 'q'\n");
+  EXPECT_EQ(read_stream(st->stdout_file), "a  b $HOME * 'q'\n");
 }
 
 TEST_F(StartTest, ArgvRootIsTheProgramItself) {
@@ -151,7 +151,7 @@ TEST_F(StartTest, EnvOverlay) {
   auto st = wait_ended(r->bg_id);
   ASSERT_TRUE(st);
   const char* path = std::getenv("PATH");
-  EXPECT_EQ(read_file(st->stdout_file), std::string("bar baz|/nowhere|") + (path ? path : ""));
+  EXPECT_EQ(read_stream(st->stdout_file), std::string("bar baz|/nowhere|") + (path ? path : ""));
 }
 
 TEST_F(StartTest, SecretEnvIsSeenButMasked) {
@@ -164,7 +164,7 @@ TEST_F(StartTest, SecretEnvIsSeenButMasked) {
   ASSERT_TRUE(st);
   EXPECT_EQ(st->exit_code, 0);
   // The command sees the value; the raw file in the state dir is unchanged.
-  EXPECT_EQ(read_file(st->stdout_file), secret);
+  EXPECT_EQ(read_stream(st->stdout_file), secret);
   // Everything shown is masked.
   EXPECT_EQ(st->cmd, "printf '%s' \"$TOKEN\"; : ****");
   EXPECT_EQ(st->cmd_full, "printf '%s' \"$TOKEN\"; : ****");
@@ -187,7 +187,7 @@ TEST_F(StartTest, SecretInArgvIsMasked) {
   EXPECT_EQ(r->cmd_full.find(secret), std::string::npos) << r->cmd_full;
   auto st = wait_ended(r->bg_id);
   ASSERT_TRUE(st);
-  EXPECT_EQ(read_file(st->stdout_file), secret + " --token=" + secret + "\n");
+  EXPECT_EQ(read_stream(st->stdout_file), secret + " --token=" + secret + "\n");
 }
 
 TEST_F(StartTest, CmdIsFirst120Chars) {
@@ -210,7 +210,7 @@ TEST_F(StartTest, CwdIsHonoured) {
   EXPECT_EQ(r->cwd, dir);
   auto st = wait_ended(r->bg_id);
   ASSERT_TRUE(st);
-  EXPECT_EQ(read_file(st->stdout_file), fs::canonical(dir).string() + "\n");
+  EXPECT_EQ(read_stream(st->stdout_file), fs::canonical(dir).string() + "\n");
 }
 
 TEST_F(StartTest, MissingCwdIsNotFound) {
@@ -349,8 +349,8 @@ TEST_F(StartTest, RecordFolderFollowsFormat) {
   ASSERT_TRUE(ex) << read_file(dir + "/exit.json");
   EXPECT_EQ(ex->value("exitCode", -2), 0);
   EXPECT_EQ(ex->value("endReason", ""), "exited");
-  EXPECT_EQ(read_file(dir + "/stdout"), "out\n");
-  EXPECT_EQ(read_file(dir + "/stderr"), "err\n");
+  EXPECT_EQ(read_stream(dir + "/stdout"), "out\n");
+  EXPECT_EQ(read_stream(dir + "/stderr"), "err\n");
   EXPECT_FALSE(file_exists(state_dir() + "/staging/new-fmt"));
 }
 

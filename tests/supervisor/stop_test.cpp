@@ -60,7 +60,7 @@ TEST_F(StopTest, TermIgnoringTreeIsKilledAfterGrace) {
   spec.stop_grace_sec = 0.5;
   auto r = sup_->start(spec);
   SBX_ASSERT_OK(r);
-  ASSERT_TRUE(wait_for_text(r->stdout_file, "armed"));
+  ASSERT_TRUE(wait_for_text(r->log_file, "armed"));
   ASSERT_TRUE(wait_for_marked_process({"sleep", "100"}));
 
   const auto t0 = Clock::now();
@@ -90,7 +90,7 @@ TEST_F(StopTest, ZeroGraceKillsAtOnce) {
   spec.stop_grace_sec = 0;
   auto r = sup_->start(spec);
   SBX_ASSERT_OK(r);
-  ASSERT_TRUE(wait_for_text(r->stdout_file, "armed"));
+  ASSERT_TRUE(wait_for_text(r->log_file, "armed"));
   ASSERT_TRUE(wait_for_marked_process({"sleep", "100"}));
   const auto t0 = Clock::now();
   auto st = sup_->stop_and_wait(r->bg_id, 10000ms);

@@ -32,6 +32,7 @@
 
 #include "supervisor/command_status.hpp"
 #include "supervisor/error.hpp"
+#include "supervisor/log_index.hpp"
 #include "supervisor/spec.hpp"
 #include "supervisor/supervisor.hpp"
 
@@ -118,6 +119,18 @@ inline std::string read_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+/// The bytes of a record's stream, `DIR/stdout` or `DIR/stderr`, as the
+/// log's index gives them (the monitor keeps no file of that name).
+inline std::string read_stream(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  sup::LogIndex index;
+  if (index.open(path.substr(0, slash)) != 0) return "";
+  const sup::LogStream s = path.substr(slash + 1) == "stderr" ? sup::LogStream::err : sup::LogStream::out;
+  std::string out;
+  EXPECT_EQ(index.read_stream(s, 0, static_cast<std::size_t>(index.stream_size(s)), &out), 0) << path;
+  return out;
 }
 
 inline bool file_exists(const std::string& path) {

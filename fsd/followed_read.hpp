@@ -1,0 +1,56 @@
+#pragma once
+// The reading side shared by the views of a log that may grow (stdout and
+// stderr from the index, `,timestamps`, `,follow`, `events`): a read gets
+// what is there now; with `follow`, a read at the end is stored
+// (FollowRequests) until there is more, and gets EOF once the run this
+// file shows has ended and everything was read. poll() is readable when a
+// read would not wait.
+#include <atomic>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "fsd/filesystem.hpp"
+#include "fsd/handle.hpp"
+
+namespace fsd {
+
+class FollowedReadHandle : public Handle {
+ public:
+  FollowedReadHandle(Filesystem& fs, const sup::CommandStatus& st, bool follow)
+      : fs_(fs), id_(st.bg_id), started_at_(st.started_at), dir_(dir_of(st)), follow_(follow) {}
+  ~FollowedReadHandle() override;
+
+  Reply read(fuse_req_t req, std::size_t size, off_t off) override;
+  Reply poll(fuse_req_t req, fuse_pollhandle* ph, unsigned events) override;
+  bool would_block() override { return follow_ && !readable(); }
+
+  /// The record's folder in the state directory.
+  static std::string dir_of(const sup::CommandStatus& st);
+
+ protected:
+  /// The view's bytes at [off, off+size) that are there now: fewer, or none
+  /// at the end. `ended`: the run has ended (so nothing more will come).
+  /// A data reply, or an error.
+  virtual Reply fetch(std::size_t size, off_t off, bool ended) = 0;
+  /// Whether a fetch at `off` would find bytes now.
+  virtual bool more_at(off_t off, bool ended) = 0;
+  /// The run this file shows has ended: the record is gone, no longer runs,
+  /// or runs again (another start).
+  bool ended() const;
+
+  Filesystem& fs_;
+  const std::string id_;
+  const std::string started_at_;  ///< of the run this file shows
+  const std::string dir_;
+  const bool follow_;
+
+ private:
+  /// The answer now; nullopt: wait (follow only).
+  std::optional<Reply> attempt(std::size_t size, off_t off);
+  bool readable();
+
+  std::atomic<off_t> next_{0};  // where the last answered read ended (for poll)
+};
+
+}  // namespace fsd
