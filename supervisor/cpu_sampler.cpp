@@ -7,6 +7,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "supervisor/cgroup.hpp"
 #include "supervisor/proc_tree.hpp"
 
 namespace sup {
@@ -27,7 +28,13 @@ bool CpuSampler::stale(const Sample& s, Clock::time_point now) const {
 void CpuSampler::take(const Tree& t) {
   static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
   std::uint64_t started = 0;
-  const std::uint64_t ticks = tree_cpu_ticks(t.monitor, &started);
+  std::uint64_t ticks = 0;
+  if (t.cgroup.empty()) {
+    ticks = tree_cpu_ticks(t.monitor, &started);
+  } else {  // the kernel's count: one read, however many processes
+    ticks = Cgroup(t.cgroup).cpu_usec().value_or(0) * static_cast<std::uint64_t>(hz) / 1000000;
+    started = process_start_time(t.monitor).value_or(0);
+  }
   const auto now = Clock::now();
   timespec boot{};
   ::clock_gettime(CLOCK_BOOTTIME, &boot);

@@ -38,6 +38,7 @@ Result<MonitorInfo> parse_monitor(const std::string& text) {
     m.pid = j.at("pid").get<pid_t>();
     m.pid_start = j.at("pidStart").get<std::uint64_t>();
     m.started_at = j.value("startedAt", "");
+    m.cgroup = j.value("cgroup", "");
     return m;
   } catch (const json::exception& ex) {
     return Error{Errc::io_error, std::string("monitor.json is corrupt: ") + ex.what()};

@@ -28,6 +28,7 @@ struct MonitorInfo {
   pid_t monitor_pid = 0, pid = 0;
   std::uint64_t monitor_start = 0, pid_start = 0;
   std::string started_at;
+  std::string cgroup;  ///< the command's cgroup; empty: tracked as a process tree
 };
 
 Result<MonitorInfo> parse_monitor(const std::string& text);

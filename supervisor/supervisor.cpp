@@ -20,6 +20,8 @@
 #include <unordered_map>
 
 #include "supervisor/auto_id.hpp"
+#include "supervisor/cgroup.hpp"
+#include "supervisor/cgroup_limits.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/cpu_sampler.hpp"
 #include "supervisor/event_loop.hpp"
@@ -131,6 +133,7 @@ struct Record {
   bool ready = false;
   std::string ready_at;
   bool scanning = false;  // its monitor left no exit.json: /proc is being searched for what is left
+  bool paused = false;    // signal STOP (with a cgroup: frozen) and no CONT since
 };
 
 /// What in a process's environment marks it as one of `r`'s: SBX_BGID and
@@ -185,6 +188,10 @@ struct Supervisor::Impl {
   std::map<std::uint64_t, std::shared_ptr<Starting>> starts;  // loop thread only
   std::uint64_t next_start = 1;                     // guarded by mu
   bool closing = false;                             // cancel_starts() ran; guarded by mu
+
+  // Cgroup tracking: where new commands' cgroups go (none: process trees), and why not.
+  std::optional<CgroupHierarchy> cgroups;
+  std::string no_cgroup;
 
   std::unique_ptr<MonitorLauncher> launcher;
   std::unique_ptr<WorkPool> work;   // before loop: its tasks may post to the loop
@@ -310,7 +317,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   } else if (r.ended) {
     s.state = "exited";
   } else {
-    s.state = "running";
+    s.state = r.paused ? "paused" : "running";
     s.running = true;
   }
   if (r.spec) {
@@ -331,6 +338,8 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   }
   s.pid = r.monitor.pid;
   s.started_at = r.monitor.started_at;
+  if (r.monitor.monitor_pid > 0) s.tracking = r.monitor.cgroup.empty() ? "proctree" : "cgroup";
+  s.cgroup = r.monitor.cgroup;
   if (r.ended) {
     s.exit_code = r.exit.exit_code;
     s.signal = r.exit.signal;
@@ -482,7 +491,16 @@ void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo*
   // The monitor is gone without a word: don't leave its command behind
   // unseen. Its relay is gone too, so the command can only be ended.
   std::size_t killed = 0;
-  if (m && m->pid > 0) killed = kill_orphaned_tree(m->pid, m->pid_start, env_marks);
+  if (m && !m->cgroup.empty()) {
+    // Every member, however far it went (setsid, double forks, a new environment).
+    const Cgroup cg(m->cgroup);
+    killed = cg.members().size();
+    cg.kill();
+    cg.wait_empty(std::chrono::seconds(10));
+    cg.remove();
+  } else if (m && m->pid > 0) {
+    killed = kill_orphaned_tree(m->pid, m->pid_start, env_marks);
+  }
   const std::string note = "its monitor" + (m ? " (pid " + std::to_string(m->monitor_pid) + ")" : std::string()) +
                            " ended without recording how the command ended; " + std::to_string(killed) +
                            " process(es) left of the command were killed";
@@ -568,6 +586,13 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     note_ended(r);
   }
   cpu.forget(id);
+  // The monitor removes the cgroup before its exit.json; one it could not remove goes now.
+  if (!m.cgroup.empty() && Cgroup(m.cgroup).exists())
+    work->post([cg = Cgroup(m.cgroup)] {
+      cg.kill();
+      cg.wait_empty(std::chrono::seconds(10));
+      cg.remove();
+    });
   changed.notify_all();
   // The last output may have been written just before the exit.
   dispatch(Event{Event::Kind::output, id});
@@ -695,6 +720,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
   auto [it, _] = records.insert_or_assign(id, std::move(r));
   if (it->second.ended) note_ended(it->second);
   if (!it->second.ended && !it->second.slot) {
+    if (!it->second.monitor.cgroup.empty()) it->second.paused = Cgroup(it->second.monitor.cgroup).frozen();
     ++running;
     ++active_by_uid[it->second.owner_uid];
     watch_running(it->second);
@@ -787,6 +813,7 @@ Supervisor::~Supervisor() {
   impl_->loop->stop();  // joined: from here on no callback runs
   impl_->work.reset();  // finishes its queue (what it posts to the stopped loop is dropped)
   impl_->loop.reset();
+  if (impl_->cgroups) release_cgroup_hierarchy(*impl_->cgroups);
 }
 
 Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
@@ -812,6 +839,10 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   impl->work = std::make_unique<WorkPool>(std::max(1u, std::thread::hardware_concurrency() / 2));
   Impl* p = impl.get();
   impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
+  // How new commands are tracked, decided once; a hierarchy given by name must work.
+  impl->cgroups = find_cgroup_hierarchy(impl->opts.cgroup, cgroup_key(impl->opts.state_dir), &impl->no_cgroup);
+  if (!impl->cgroups && !impl->opts.cgroup.empty() && impl->opts.cgroup != "off")
+    return Error{Errc::invalid_argument, "cgroup=" + impl->opts.cgroup + ": " + impl->no_cgroup};
   if (auto st = impl->load(); !st) return st.error();
   impl->prune();  // the limits may be lower than last time, or records aged meanwhile
   impl->launcher = std::make_unique<MonitorLauncher>(impl->opts.monitor_path);
@@ -835,6 +866,7 @@ struct Supervisor::Impl::Starting {
   bool let_go = false;      // the command may have exec'd: giving up means killing it
   bool published = false;   // the record is listed
   MonitorInfo monitor;      // from monitor.json, once published
+  Cgroup cg;                // the command's cgroup, made before the monitor starts; empty: none
   std::uint64_t timer = 0;  // the current report's deadline
   StartDone done;
   std::atomic<bool> stop_asked{false};
@@ -866,6 +898,9 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   if (spec.stop_grace_sec < 0) return done(Error{Errc::invalid_argument, "stopGraceSec must be >= 0"});
   if (!spec.name.empty())
     if (auto v = validate_name(spec.name); !v) return done(v.error());
+  if (spec.limits)
+    if (auto why = limits_refused(*spec.limits, I.cgroups ? &*I.cgroups : nullptr, I.no_cgroup))
+      return done(Error{Errc::invalid_argument, *why});
 
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -886,6 +921,7 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   // this name that was given up (and resumes late) cannot find this folder.
   s->tmp_dir = I.start_dir(id) + "~" + std::to_string(s->token);
   auto fail_early = [&](Error e) {
+    if (!s->cg.empty()) s->cg.remove();
     remove_tree(s->tmp_dir);
     if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
     I.unreserve(id, spec.requester_uid);
@@ -930,6 +966,16 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   l.grace_sec = spec.stop_grace_sec;
   l.log_max = I.opts.log_max;
   l.run_as = spec.run_as;
+  if (I.cgroups) {
+    // Made (with its limits) before the monitor exists: the command joins it
+    // between fork and exec, so none of its processes ever runs outside.
+    const std::string name = "cmd-" + id + "-" + std::to_string(s->token);
+    if (int e = create_command_cgroup(*I.cgroups, name, &s->cg))
+      return fail_early(error_from_errno(e, "cannot create the cgroup " + I.cgroups->subtree + "/" + name));
+    if (spec.limits)
+      if (Status st = apply_limits(s->cg, *spec.limits); !st) return fail_early(st.error());
+    l.cgroup = s->cg.path();
+  }
   auto begun = I.launcher->begin(l);
   if (!begun) return fail_early(begun.error());
   s->launch = std::move(begun.value());
@@ -1133,6 +1179,16 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
     if (m.monitor_pid > 0 && process_start_time(m.monitor_pid) == m.monitor_start) ::kill(m.monitor_pid, SIGKILL);
   }
   s->launch.reset();
+  if (!s->cg.empty()) {
+    // Nothing of it runs on: what may have exec'd is killed, the rest exits at the go's EOF.
+    if (s->let_go) s->cg.kill();
+    if (!s->cg.wait_empty(std::chrono::seconds(1)) || s->cg.remove() != 0)
+      work->post([cg = s->cg] {
+        cg.kill();
+        cg.wait_empty(std::chrono::seconds(10));
+        cg.remove();
+      });
+  }
   if (!s->spec.script_file.empty()) ::unlink(s->spec.script_file.c_str());
   std::string gone = s->tmp_dir;
   if (s->published) {
@@ -1236,6 +1292,7 @@ Status Supervisor::stop(const std::string& id) {
   auto it = impl_->records.find(id);
   if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
   if (it->second.ended || it->second.slot) return Ok{};
+  it->second.paused = false;  // the monitor thaws it to deliver the TERM
   return write_ctl(impl_->dir_of(id), "term\n");
 }
 
@@ -1246,6 +1303,16 @@ Status Supervisor::signal(const std::string& id, int sig) {
   if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
   if (it->second.slot) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
   if (it->second.ended) return Error{Errc::no_such_process, "'" + id + "' has ended"};
+  if (sig == SIGSTOP || sig == SIGCONT) {
+    // With a cgroup, STOP freezes every member (none can undo it, none is
+    // missed) and CONT thaws them; CONT is still sent, for one stopped by itself.
+    if (const std::string& cg = it->second.monitor.cgroup; !cg.empty()) {
+      if (int e = Cgroup(cg).freeze(sig == SIGSTOP)) return error_from_errno(e, "cannot write " + cg + "/cgroup.freeze");
+      it->second.paused = sig == SIGSTOP;
+      if (sig == SIGSTOP) return Ok{};
+    }
+    it->second.paused = sig == SIGSTOP;
+  }
   return write_ctl(impl_->dir_of(id), "signal " + std::to_string(sig) + "\n");
 }
 
@@ -1316,7 +1383,7 @@ std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure
     s = impl_->snapshot(it->second);
     monitor = it->second.monitor.monitor_pid;
   }
-  if (s.running && cpu == CpuFigure::sample) s.cpu = impl_->cpu.percent({id, monitor});
+  if (s.running && cpu == CpuFigure::sample) s.cpu = impl_->cpu.percent({id, monitor, s.cgroup});
   return s;
 }
 
@@ -1327,7 +1394,7 @@ void add_cpu(CpuSampler& sampler, std::vector<CommandStatus>& out, const std::ve
   std::vector<std::size_t> at;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (!out[i].running) continue;
-    trees.push_back({out[i].bg_id, monitors[i]});
+    trees.push_back({out[i].bg_id, monitors[i], out[i].cgroup});
     at.push_back(i);
   }
   const std::vector<double> figures = sampler.percents(trees);
@@ -1399,7 +1466,9 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::opt
 }
 
 SupervisorInfo Supervisor::info() const {
-  return SupervisorInfo{::getpid(), impl_->started_at, impl_->opts.state_dir};
+  const auto& cg = impl_->cgroups;
+  return SupervisorInfo{::getpid(), impl_->started_at, impl_->opts.state_dir, cg ? "cgroup" : "proctree",
+                        cg ? cg->subtree : impl_->no_cgroup};
 }
 
 std::optional<CommandStatus> Supervisor::wait(const std::string& id, std::chrono::milliseconds timeout) {

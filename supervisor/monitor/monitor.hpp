@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "supervisor/cgroup.hpp"
+
 namespace sbxmon {
 
 // ---- util.cpp ---------------------------------------------------------------
@@ -125,6 +127,11 @@ struct Monitor {
   pid_t root = -1;       // the command (pid == pgid == sid)
   uint64_t grace_ms = 5000;
   long long oom_at_start = -1;  // /proc/vmstat oom_kill when the monitor started
+  // --cgroup: the command's own cgroup (empty: tracked as a process tree).
+  // Then the end is also `populated 0`, signals go to its members, a kill
+  // is cgroup.kill.
+  sup::Cgroup cg;
+  int cg_events = -1;  // its cgroup.events (poll POLLPRI)
 };
 
 // Runs until the whole tree has ended, writes exit.json, removes ctl.

@@ -4,7 +4,9 @@
 // stdout and stderr pipes (moved into the logs by relay.cpp), the ctl FIFO, the timeout timerfd and the kill
 // timerfd (grace, then repeated SIGKILL sweeps). The record ends when
 // waitpid(-1) reports ECHILD: the monitor is a subreaper, so that means the
-// command and every process it started are gone.
+// command and every process it started are gone; with a cgroup, also when
+// its cgroup.events says `populated 0` (POLLPRI on it), so that a member
+// the monitor never parented counts too.
 #include "monitor.hpp"
 
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 
 namespace sbxmon {
@@ -112,6 +115,10 @@ void Loop::handle_ctl_line(std::string line) {
 
 void Loop::send_signal(int sig) {
   if (sig == SIGKILL) sent_sigkill_ = true;
+  if (!m_.cg.empty()) {
+    m_.cg.signal_members(sig);
+    return;
+  }
   signal_tree(m_.root, !root_reaped_, sig, false);
 }
 
@@ -132,7 +139,12 @@ void Loop::begin_term() {
     struct itimerspec off = {};
     ::timerfd_settime(m_.timeout_tfd, 0, &off, nullptr);
   }
-  signal_tree(m_.root, !root_reaped_, SIGTERM, true);
+  if (!m_.cg.empty()) {
+    m_.cg.freeze(false);  // a frozen member would not see its TERM
+    m_.cg.signal_members(SIGTERM, true);
+  } else {
+    signal_tree(m_.root, !root_reaped_, SIGTERM, true);
+  }
   arm_kill_timer(m_.grace_ms, 0);
 }
 
@@ -147,7 +159,7 @@ void Loop::begin_kill() {
 
 void Loop::kill_sweep() {
   sent_sigkill_ = true;
-  signal_tree(m_.root, !root_reaped_, SIGKILL, false);
+  if (m_.cg.empty() || m_.cg.kill() != 0) signal_tree(m_.root, !root_reaped_, SIGKILL, false);
   ++sweeps_;
   if (!killing_) {
     killing_ = true;
@@ -202,7 +214,10 @@ int Loop::finish() {
   if (root_reaped_ && WIFSIGNALED(root_status_)) sig = WTERMSIG(root_status_);
 
   bool oom = false;
-  if (sig == SIGKILL && !sent_sigkill_ && m_.oom_at_start >= 0) {
+  std::optional<std::uint64_t> cg_ooms = m_.cg.empty() ? std::nullopt : m_.cg.oom_kills();
+  if (cg_ooms) {
+    oom = sig == SIGKILL && !sent_sigkill_ && *cg_ooms > 0;  // the kernel's count for this command
+  } else if (sig == SIGKILL && !sent_sigkill_ && m_.oom_at_start >= 0) {
     long long now = read_oom_kill_count();
     oom = now > m_.oom_at_start;
   }
@@ -216,6 +231,9 @@ int Loop::finish() {
   } else if (sig != 0) {
     reason = oom ? "oomKilled" : "killed";
   }
+  // Empty now: the record ends with its cgroup gone.
+  if (!m_.cg.empty())
+    if (int e = m_.cg.remove()) diag("cannot remove cgroup %s: %s", m_.cg.path().c_str(), ::strerror(e));
   std::string sig_json = sig != 0 ? "\"" + signal_name(sig) + "\"" : std::string("null");
   std::string finished = iso_now();
   char json[512];
@@ -237,15 +255,17 @@ int Loop::finish() {
 }
 
 int Loop::run() {
-  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCount };
+  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCg, kCount };
+  // Every child reaped, and (with a cgroup) no member left.
+  auto ended = [this] { return reap() && (m_.cg_events < 0 || !sup::Cgroup::populated(m_.cg_events)); };
   // A SIGCHLD may have been consumed before the loop; check once up front.
-  if (reap()) return finish();
+  if (ended()) return finish();
   for (;;) {
     struct pollfd pfds[kCount];
-    int fds[kCount] = {m_.sigfd, m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd};
+    int fds[kCount] = {m_.sigfd, m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd, m_.cg_events};
     for (int i = 0; i < kCount; ++i) {
       pfds[i].fd = fds[i];  // negative: ignored by poll
-      pfds[i].events = POLLIN;
+      pfds[i].events = i == kCg ? POLLPRI : POLLIN;
       pfds[i].revents = 0;
     }
     int r = ::poll(pfds, kCount, -1);
@@ -273,7 +293,11 @@ int Loop::run() {
     if (ready(kSig)) {
       bool sigchld = false;
       read_signals(&sigchld);
-      if (sigchld && reap()) return finish();
+      if (sigchld && ended()) return finish();
+    }
+    if (ready(kCg)) {  // populated changed; the read re-arms the event
+      const bool members = sup::Cgroup::populated(m_.cg_events);
+      if (!members && reap()) return finish();
     }
   }
 }
