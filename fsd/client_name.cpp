@@ -39,14 +39,7 @@ std::string client_of(pid_t pid) {
     if (entry.starts_with(kVar)) {
       const std::string_view value = entry.substr(kVar.size());
       if (sup::why_not_text(value)) return {};
-      // Cut at a character's start, never inside one.
-      std::size_t len = 0;
-      while (len < value.size()) {
-        const std::size_t n = sup::utf8_char_len(value, len);
-        if (len + n > kMaxClientName) break;
-        len += n;
-      }
-      return std::string(value.substr(0, len));
+      return std::string(sup::utf8_head(value, kMaxClientName));
     }
     at = end + 1;
   }

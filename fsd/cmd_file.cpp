@@ -6,8 +6,9 @@
 //     parses as one JSON value, or holds a syntax error before its end
 //     (more bytes cannot mend it: rejected in that write);
 //   - text: at a write that ends in "\n" and is shorter than 128 KiB (a
-//     longer one may be the first half of a large write the kernel split,
-//     NOTES.md §4); the whole buffer is one shell command; or at once when
+//     longer one may be the first half of a large write the kernel split:
+//     one write(2) of 1 MiB + 5 bytes arrives as two WRITEs, split at a page
+//     of the writer's buffer); the whole buffer is one shell command; or at once when
 //     it holds bytes that no text can hold (a NUL, bytes that are not UTF-8);
 //   - anything still buffered at flush (close), or at a read on the same file.
 // The request is validated and started by the write that completes it, so
@@ -34,6 +35,7 @@
 // replaced; running: EBUSY); a read without a write shows the command.
 #include <algorithm>
 #include <cerrno>
+#include <fcntl.h>
 #include <functional>
 #include <mutex>
 #include <stop_token>
@@ -92,10 +94,10 @@ class CmdHandle : public Handle {
     if (done_) {
       // The rejected bytes again (Python's buffered writer retries them at
       // close): the same answer, no second line in `errors`.
-      if (rejected_err_ && data == rejected_) return Reply::error(rejected_err_);
+      if (rejected_error_ && data == rejected_) return Reply::fail(*rejected_error_);
       buf_.clear();
       done_ = false;
-      rejected_err_ = 0;
+      rejected_error_.reset();
     }
     if (buf_.size() + data.size() > fs_.config().max_request) {
       // Keep refusing on this open file until close: the kernel may send the
@@ -103,7 +105,7 @@ class CmdHandle : public Handle {
       too_big_ = true;
       const std::string reason = "request larger than " + std::to_string(fs_.config().max_request) + " bytes";
       buf_.append(data.substr(0, ErrorLog::kRequestChars));
-      return Reply::error(finish_rejected(E2BIG, reason, off));
+      return Reply::fail(finish_rejected({sup::Errc::too_big, reason}, off));
     }
     buf_.append(data);
     end_ = off + static_cast<off_t>(data.size());
@@ -111,7 +113,7 @@ class CmdHandle : public Handle {
     // A failed write leaves the reader's position where the write began.
     const std::size_t n = data.size();
     return start(g, req, off + static_cast<off_t>(n), off,
-                 [n](int err) { return err ? Reply::error(err) : Reply::written(n); });
+                 [n](const sup::Error* refused) { return refused ? Reply::fail(*refused) : Reply::written(n); });
   }
 
   Reply flush(fuse_req_t req) override {
@@ -119,16 +121,18 @@ class CmdHandle : public Handle {
     too_big_ = false;
     if (starting_) return Reply::error(0);  // the request that started it answers for it
     if (!wrote_ && !done_ && write_only_ && !open_elsewhere(Requester::of(req).pid, "/" + path(), ino_))
-      return Reply::error(finish_rejected(EINVAL, "empty request: the file was closed with nothing written", end_));
+      return Reply::fail(finish_rejected(
+          {sup::Errc::invalid_argument, "empty request: the file was closed with nothing written"}, end_));
     if (done_ || is_blank(buf_)) return Reply::error(0);  // bash flushes before it writes
-    return start(g, req, end_, end_, [](int err) { return Reply::error(err); });
+    return start(g, req, end_, end_,
+                 [](const sup::Error* refused) { return refused ? Reply::fail(*refused) : Reply::error(0); });
   }
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override {
     std::unique_lock g(mu_);
     if (starting_) return Reply::error(EBUSY);  // its answer is not there yet
     // `printf 'x' >&3; read <&3`: no newline, no flush: this read starts it.
-    if (!done_ && !is_blank(buf_)) return start(g, req, off, off, [this, size, off](int) { return answer(size, off); });
+    if (!done_ && !is_blank(buf_)) return start(g, req, off, off, [this, size, off](const sup::Error*) { return answer(size, off); });
     if (!done_) return Reply::slice(shown_, off, size);
     return answer(size, off);
   }
@@ -166,8 +170,8 @@ class CmdHandle : public Handle {
     return Reply::slice(answer_, rel, size);
   }
 
-  /// The reply of the request that completed a start, from its errno (0: started).
-  using MakeReply = std::function<Reply(int err)>;
+  /// The reply of the request that completed a start, from its refusal (null: started).
+  using MakeReply = std::function<Reply(const sup::Error* refused)>;
 
   /// Validates the buffered request and starts it; the answer is served
   /// from file offset `ok_at` (started) or `err_at` (rejected). A request
@@ -176,11 +180,17 @@ class CmdHandle : public Handle {
     Requester who = Requester::of(req);
     who.load_client();  // once per request
     sup::Result<sup::StartSpec> spec = sup::parse_request(buf_, who.cwd());
-    if (!spec) return make_reply(finish_rejected(to_errno(spec.error().code), spec.error().message, err_at, &who));
+    if (!spec) {
+      const sup::Error refused = finish_rejected(spec.error(), err_at, &who);
+      return make_reply(&refused);
+    }
     if (!slot_.empty()) {
-      if (!spec->name.empty() && spec->name != slot_)
-        return make_reply(finish_rejected(
-            EINVAL, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd", err_at, &who));
+      if (!spec->name.empty() && spec->name != slot_) {
+        const sup::Error refused = finish_rejected(
+            {sup::Errc::invalid_argument, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd"},
+            err_at, &who);
+        return make_reply(&refused);
+      }
       spec->name = slot_;
     }
     spec->requester_sid = who.sid;
@@ -210,15 +220,15 @@ class CmdHandle : public Handle {
     {
       std::lock_guard g(mu_);
       starting_ = false;
-      int err = 0;
+      std::optional<sup::Error> refused;
       if (!st) {
-        err = finish_rejected(to_errno(st.error().code), st.error().message, err_at, &who);
+        refused = finish_rejected(st.error(), err_at, &who);
       } else {
         fs_.node_of(*st, Kind::record_dir);  // learn its serial now
         fs_.note_action("start", st->cmd_full, st->bg_id, &*st);
         finish(st->bg_id + "\n", ok_at);
       }
-      r = make_reply(err);
+      r = make_reply(refused ? &*refused : nullptr);
     }
     fs_.starts().forget(req);
     send_reply(req, r);
@@ -230,17 +240,18 @@ class CmdHandle : public Handle {
   /// The reason (which may quote the request: a cwd, a key) and the request
   /// are shown with the request's own secrets masked, then the global ones.
   /// `who` (null: unknown) also gets a refused step in the box's steps.
-  int finish_rejected(int err, const std::string& reason, off_t at, const Requester* who = nullptr) {
+  /// Returns `refused`.
+  sup::Error finish_rejected(const sup::Error& refused, off_t at, const Requester* who = nullptr) {
     const std::vector<std::string> secrets = request_secrets(buf_);
     std::string rejected = buf_;
-    const std::string shown = fs_.errors().add(path(), err,
-                                               sup::mask_secrets(reason, secrets),
+    const std::string shown = fs_.errors().add(path(), refused.code,
+                                               sup::mask_secrets(refused.message, secrets),
                                                sup::mask_secrets(buf_, secrets), slot_);
-    if (who) fs_.note_refused_start(fs_.mask(sup::mask_secrets(buf_, secrets), slot_), err, shown, *who);
-    finish(std::string("error: ") + errno_name(err) + ": " + shown + "\n", at);
+    if (who) fs_.note_refused_start(fs_.mask(sup::mask_secrets(buf_, secrets), slot_), refused.code, shown, *who);
+    finish(std::string("error: ") + errno_name(refused.code) + ": " + shown + "\n", at);
     rejected_ = std::move(rejected);
-    rejected_err_ = err;
-    return err;
+    rejected_error_ = refused;
+    return refused;
   }
 
   void finish(std::string answer, off_t at) {
@@ -273,14 +284,15 @@ class CmdHandle : public Handle {
   bool starting_ = false;       // guarded by mu_: a start is under way (buf_ is its request)
   std::string answer_;          // guarded by mu_: "<bgId>\n" or "error: ...\n"
   std::string rejected_;        // guarded by mu_: the bytes of the request last refused
-  int rejected_err_ = 0;        // guarded by mu_: its errno; 0 after a start
+  std::optional<sup::Error> rejected_error_;  // guarded by mu_: why it was refused; none after a start
   off_t end_ = 0;               // guarded by mu_: file offset after the last buffered write
   off_t answer_at_ = 0;         // guarded by mu_: the file offset where answer_ begins
 };
 
 }  // namespace
 
-std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node, bool write_only) {
+std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  const bool write_only = (req.flags & O_ACCMODE) == O_WRONLY;
   if (node.kind == Kind::cmd) return std::make_unique<CmdHandle>(fs, "", kUsage, node.ino, write_only);
   const sup::CommandStatus& st = *node.record;
   std::string shown = st.state == "empty" ? "" : fs.mask(st.cmd_full, st.bg_id) + "\n";

@@ -11,7 +11,6 @@
 
 #include <fuse_log.h>
 
-#include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
 
 namespace fsd {
@@ -34,7 +33,7 @@ void guarded(fuse_req_t req, const char* op, Body&& body) noexcept {
   }
 }
 
-void reply_error(fuse_req_t req, const sup::Error& e) { fuse_reply_err(req, to_errno(e.code)); }
+void reply_error(fuse_req_t req, const sup::Error& e) { send_reply(req, Reply::fail(e)); }
 
 /// The open file's handle, held while the handler runs (see OpenHandles);
 /// null after replying EBADF.
@@ -74,40 +73,14 @@ int tree_setattr_errno(Filesystem& fs, const Node& node, const struct stat& attr
   return 0;
 }
 
-/// Files whose answer says `mine` (for which the reader's SBX_CLIENT is read).
-bool shows_mine(Kind k) {
-  return k == Kind::status || k == Kind::record_status || k == Kind::wait || k == Kind::ready || k == Kind::output;
-}
-
 bool wants_write(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
 bool wants_read(int flags) { return (flags & O_ACCMODE) != O_WRONLY; }
 
 }  // namespace
 
 std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who, int flags) {
-  switch (node.kind) {
-    case Kind::readme: return open_readme(fs);
-    case Kind::cmd:
-    case Kind::record_cmd: return open_cmd(fs, node, (flags & O_ACCMODE) == O_WRONLY);
-    case Kind::status:
-    case Kind::record_status: return open_status(fs, node, who);
-    case Kind::errors: return open_errors(fs);
-    case Kind::log:
-    case Kind::stdout_log:
-    case Kind::stderr_log:
-    case Kind::logs_entry: return open_log(fs, node);
-    case Kind::tail: return open_tail(fs, node);
-    case Kind::wait: return open_wait(fs, node, who);
-    case Kind::ready: return open_ready(fs, node, who);
-    case Kind::output: return open_output(fs, node, who);
-    case Kind::steps: return open_steps(fs, node);
-    case Kind::steps_json: return open_steps_json(fs, node);
-    case Kind::stop: return open_stop(fs, node);
-    case Kind::signal: return open_signal(fs, node);
-    case Kind::scratch: return open_scratch(fs, node, flags);
-    case Kind::box_steps: return open_box_steps(fs);
-    default: return nullptr;
-  }
+  const Opener open = tree_file(node.kind).open;
+  return open ? open(fs, node, OpenRequest{who, flags}) : nullptr;
 }
 
 namespace {
@@ -120,7 +93,8 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
     if (!dir) return reply_error(req, dir.error());
     const sup::Result<Node> node = lookup(fs, *dir, name, who);
     // A miss is a plain ENOENT, not a cached negative entry, so `mkdir` right
-    // after a failed lookup reaches us (NOTES.md §5).
+    // after a failed lookup reaches us (a cached entry would make the kernel
+    // answer EEXIST or ENOENT itself, and never send the MKDIR).
     if (!node) return reply_error(req, node.error());
     // A lookup the kernel never got is one it will never forget.
     if (reply_entry(req, fs, *node) != 0) fs.param_nodes().forget(node->ino, 1);
@@ -186,7 +160,7 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
     if (!dir) return reply_error(req, dir.error());
     if (dir->kind != Kind::procs) return (void)fuse_reply_err(req, EPERM);
     const sup::Status st = remove_record(fs, name, who);
-    fuse_reply_err(req, st ? 0 : to_errno(st.error().code));
+    send_reply(req, st ? Reply::error(0) : Reply::fail(st.error()));
   });
 }
 
@@ -213,8 +187,8 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     fuse_entry_param e{};
     e.ino = node.ino;
     e.attr = attr_of(fs, node, nullptr);
-    e.entry_timeout = timeout_of(node.kind);
-    e.attr_timeout = attr_timeout_of(node.kind);
+    e.entry_timeout = timeout_of(node);
+    e.attr_timeout = attr_timeout_of(node);
     fi->direct_io = 1;
     fi->keep_cache = 0;
     fi->fh = fs.handles().keep(std::move(h));
@@ -239,15 +213,17 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     Requester who = Requester::of(req);
     const sup::Result<Node> node = fs.resolve(ino, who);
     if (!node) return reply_error(req, node.error());
-    if (shows_mine(node->kind)) who.load_client();  // once per open, not per read
-    const mode_t mode = mode_of(node->kind);
+    const TreeFile& row = tree_file(node->kind);
+    if (row.reads_client) who.load_client();  // once per open, not per read
+    const mode_t mode = row.mode;
     if (S_ISDIR(mode)) return (void)fuse_reply_err(req, EISDIR);
     if ((wants_write(fi->flags) && !(mode & 0222)) || (wants_read(fi->flags) && !(mode & 0444)))
       return (void)fuse_reply_err(req, EACCES);
     std::unique_ptr<Handle> h = open_node(fs, *node, who, fi->flags);
     if (!h) return (void)fuse_reply_err(req, EIO);
     // Every file is direct_io: contents change behind the kernel's back and
-    // a blocking read must reach us, interruptible (NOTES.md §1, §2).
+    // a blocking read must reach us, interruptible (through the page cache a
+    // read becomes a readahead request: no INTERRUPT is sent for it).
     fi->direct_io = 1;
     fi->keep_cache = 0;
     fi->fh = fs.handles().keep(std::move(h));

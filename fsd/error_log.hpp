@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "supervisor/error.hpp"
+
 namespace sup {
 class Supervisor;
 }
@@ -28,6 +30,9 @@ class ErrorLog {
   /// kReasonChars and kRequestChars (a parser's message may quote a whole
   /// token). Also logged to the daemon's log. Returns the reason as shown.
   std::string add(std::string_view path, int err, std::string_view reason, std::string_view request,
+                  const std::string& id = "");
+  /// The same for a refusal with the supervisor's `code` (shown as the errno it is answered with).
+  std::string add(std::string_view path, sup::Errc code, std::string_view reason, std::string_view request,
                   const std::string& id = "");
 
   /// All lines, oldest first, each ending in "\n".

@@ -10,28 +10,6 @@ namespace {
 using B = ParamKey::Bound;
 using T = ParamType;
 
-/// The most bytes of log a `logTail` or `tail` shows.
-constexpr std::int64_t kMaxTailBytes = 16384;
-
-constexpr ParamKey kTimeoutSec{"timeoutSec", T::number, 1, 0, B::wait_timeout};
-constexpr ParamKey kTailBytes{"tailBytes", T::number, 1, kMaxTailBytes};
-
-constexpr ParamKey kRootStatusKeys[] = {{"all", T::flag}, kTailBytes, {"fields", T::list}};
-constexpr ParamKey kWaitKeys[] = {kTimeoutSec, kTailBytes};
-constexpr ParamKey kReadyKeys[] = {kTimeoutSec, kTailBytes, {"readyPort", T::number, 1, 65535}};
-constexpr ParamKey kOutputKeys[] = {kTimeoutSec, {"maxBytes", T::number, 0, 0, B::log_max}};
-constexpr ParamKey kTailKeys[] = {kTailBytes};
-constexpr ParamKey kRecordStatusKeys[] = {kTailBytes};
-
-constexpr ParamFile kFiles[] = {
-    {ParamDir::root, "status.json", kRootStatusKeys},
-    {ParamDir::record, "wait", kWaitKeys},
-    {ParamDir::record, "ready", kReadyKeys},
-    {ParamDir::record, "output", kOutputKeys},
-    {ParamDir::record, "tail", kTailKeys},
-    {ParamDir::record, "status.json", kRecordStatusKeys},
-};
-
 sup::Error bad(std::string message) { return sup::Error{sup::Errc::invalid_argument, std::move(message)}; }
 
 std::string quoted(std::string_view s) {
@@ -129,14 +107,6 @@ std::int64_t ParamKey::max_under(const ParamLimits& limits) const {
     case Bound::log_max: return limits.log_max > 0 ? limits.log_max : std::numeric_limits<std::int64_t>::max();
   }
   return max;
-}
-
-std::span<const ParamFile> param_files() { return kFiles; }
-
-const ParamFile* find_param_file(ParamDir dir, std::string_view file) {
-  for (const ParamFile& f : kFiles)
-    if (f.dir == dir && f.name == file) return &f;
-  return nullptr;
 }
 
 std::optional<std::pair<std::string_view, std::string_view>> split_param_name(std::string_view name) {

@@ -4,8 +4,9 @@
 // that can only open a path (an agent's read tool) passes a read's
 // parameters this way: `procs/ID/wait,timeoutSec=5,tailBytes=100`.
 //
-// One table (file_params.cpp) says which files take which keys, of which
-// type and range; adding a key to a file is one row there. Parsing is pure
+// The keys are defined here (param_keys), of which type and range; which
+// file takes which keys is its row of the tree's files (tree_file.cpp):
+// adding a key to a file is one key here and its name in that row. Parsing is pure
 // (no FUSE, no supervisor): an unknown key, a bad value, a value out of
 // range or a key given twice is invalid_argument with a message that names
 // the key and says why.
@@ -52,14 +53,35 @@ struct ParamKey {
   std::int64_t max_under(const ParamLimits& limits) const;
 };
 
-/// A row of the table: a file of the tree and the keys it takes.
+/// The keys of the tree's files (each file's row names its set).
+namespace param_keys {
+
+/// The most bytes of log a `logTail` or `tail` shows.
+inline constexpr std::int64_t kMaxTailBytes = 16384;
+
+inline constexpr ParamKey kTimeoutSec{"timeoutSec", ParamType::number, 1, 0, ParamKey::Bound::wait_timeout};
+inline constexpr ParamKey kTailBytes{"tailBytes", ParamType::number, 1, kMaxTailBytes};
+
+inline constexpr ParamKey root_status[] = {{"all", ParamType::flag}, kTailBytes, {"fields", ParamType::list}};
+inline constexpr ParamKey wait[] = {kTimeoutSec, kTailBytes};
+inline constexpr ParamKey ready[] = {kTimeoutSec, kTailBytes, {"readyPort", ParamType::number, 1, 65535}};
+inline constexpr ParamKey output[] = {kTimeoutSec, {"maxBytes", ParamType::number, 0, 0, ParamKey::Bound::log_max}};
+inline constexpr ParamKey tail[] = {kTailBytes};
+inline constexpr ParamKey record_status[] = {kTailBytes};
+
+/// Every set above, for the tests and the fuzzer that try them all.
+inline constexpr std::span<const ParamKey> all[] = {root_status, wait, ready, output, tail, record_status};
+
+}  // namespace param_keys
+
+/// A file of the tree that takes parameters and the keys it takes.
 struct ParamFile {
   ParamDir dir;
   std::string_view name;
   std::span<const ParamKey> keys;
 };
 
-/// The table: every file that takes parameters.
+/// Every file that takes parameters (from the tree's table, tree_file.cpp).
 std::span<const ParamFile> param_files();
 /// The row of `file` in `dir`; null when that file takes no parameters.
 const ParamFile* find_param_file(ParamDir dir, std::string_view file);

@@ -1,5 +1,6 @@
 #pragma once
-// The files of the tree, one source file each. Each opener checks nothing
+// The files of the tree, one source file each, and what the dispatcher
+// calls besides their openers (tree_file.hpp). Each opener checks nothing
 // about access modes (the dispatcher did) and returns the open file's handle.
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "fsd/filesystem.hpp"
 #include "fsd/handle.hpp"
+#include "fsd/tree_file.hpp"
 
 namespace fsd {
 
@@ -35,51 +37,15 @@ struct DirEntry {
 
 // readme_file.cpp: README, plain-text usage built from the configuration.
 std::string make_readme(const Config& cfg);
-std::unique_ptr<Handle> open_readme(Filesystem& fs);
 
-// cmd_file.cpp: `cmd` and procs/ID/cmd. Writes accumulate into a request that
-// is started in the write (or flush) that completes it; reads give the answer.
-/// `write_only`: opened O_WRONLY, so a close with nothing written is an empty request (EINVAL).
-std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node, bool write_only);
-
-// status_file.cpp: status.json of the supervisor and of one command (snapshot at open).
-std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const Requester& reader);
-
-// errors_file.cpp: `errors` (the ErrorLog, snapshot at open).
-std::unique_ptr<Handle> open_errors(Filesystem& fs);
-
-// log_file.cpp: log, stdout, stderr and logs/ID.log: preads of the state
-// directory's files, with their real size.
-std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node);
+// log_file.cpp
 /// The backing file of a log node in the state directory.
 std::string log_path(const Node& node);
 
-// tail_file.cpp: the last 4096 bytes of log (tail,tailBytes=N: N), masked (snapshot at open).
-std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node);
-
-// wait_file.cpp: a read blocks (parked) until the command ended or the cap ran out.
-std::unique_ptr<Handle> open_wait(Filesystem& fs, const Node& node, const Requester& reader);
-
-// output_file.cpp: a read blocks like `wait`, then answers stdout, stderr
-// (each capped at output_max, its end kept), exit code and duration as JSON.
-std::unique_ptr<Handle> open_output(Filesystem& fs, const Node& node, const Requester& reader);
+// output_file.cpp
 /// `in` with each byte that is not part of valid UTF-8 replaced by the four
 /// characters \xHH (uppercase hex); *escaped (may be null) gets how many.
 std::string escape_utf8(std::string_view in, std::size_t* escaped);
-
-// steps_file.cpp: procs/ID/steps takes `start NAME` / `end [EXITCODE]` lines
-// (sbx-step writes them); procs/ID/steps.json shows the steps (snapshot at open).
-std::unique_ptr<Handle> open_steps(Filesystem& fs, const Node& node);
-std::unique_ptr<Handle> open_steps_json(Filesystem& fs, const Node& node);
-
-// ready_file.cpp: write a readiness condition; a read blocks until ready (or ended, or the cap).
-std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const Requester& reader);
-
-// stop_file.cpp: a write stops the whole tree and returns when it is gone.
-std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node);
-
-// signal_file.cpp: a write sends a signal (number or name) to the whole tree.
-std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node);
 
 // scratch_file.cpp: scratch files (ScratchFiles) as the tree shows them.
 /// Where `dir`'s scratch files are, relative to the mount point ("" for the
@@ -91,8 +57,6 @@ sup::Result<Node> lookup_scratch(Filesystem& fs, const Node& dir, std::string_vi
 /// `who`'s scratch files in `dir`, for its listing.
 std::vector<DirEntry> list_scratch(Filesystem& fs, const Node& dir, const Requester& who);
 struct stat scratch_attr(Filesystem& fs, const Node& node);
-/// The open file of a scratch (O_TRUNC honoured); null when it is gone.
-std::unique_ptr<Handle> open_scratch(Filesystem& fs, const Node& node, int flags);
 /// create(2) of `name` in `dir`: a new scratch, or with neither O_EXCL nor a
 /// tree file of that name, the user's existing one. 0 or the errno
 /// (EACCES where none can be, EEXIST, EDQUOT: also a line in `errors`).
@@ -115,7 +79,6 @@ Reply rename_entry(Filesystem& fs, fuse_req_t req, fuse_ino_t parent, std::strin
 std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who, int flags);
 
 // box_steps_file.cpp: steps.json at the root, every kept step of the box (snapshot at open).
-std::unique_ptr<Handle> open_box_steps(Filesystem& fs);
 
 // tree.cpp and procs_dir.cpp: names, attributes and directories.
 
@@ -124,15 +87,10 @@ std::unique_ptr<Handle> open_box_steps(Filesystem& fs);
 /// Filesystem::param_nodes() whose lookup count this call raises by one;
 /// EINVAL when a key is wrong.
 sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who);
-/// st_mode of a kind of file (type and permission bits).
-mode_t mode_of(Kind kind);
 /// The attributes of `node`; `open` (may be null) is the handle of an fgetattr.
 struct stat attr_of(Filesystem& fs, const Node& node, Handle* open);
-/// Seconds the kernel may cache the name of `kind` (that it exists).
-double timeout_of(Kind kind);
-/// Seconds the kernel may cache the attributes of `kind`.
-double attr_timeout_of(Kind kind);
-/// The same for one node: a name with parameters is cached 0 s (a reader's
+/// Seconds the kernel may cache the name of `node` (that it exists) and its
+/// attributes: its row's, but 0 s for a name with parameters (a reader's
 /// own, not worth keeping).
 double timeout_of(const Node& node);
 double attr_timeout_of(const Node& node);

@@ -56,6 +56,7 @@ void Requester::load_client() { client = client_of(pid); }
 
 Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
     : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup),
+      steps_([](const std::string& message) { fuse_log(FUSE_LOG_ERR, "sbxfs: %s\n", message.c_str()); }),
       scratch_(sup, errors_, cfg_.max_request, cfg_.scratch_ttl) {
   const std::string dir = sup_.info().state_dir + "/steps";
   sup::Result<std::unique_ptr<sup::BoxSteps>> opened = sup::BoxSteps::open(dir, cfg_.keep_steps);
@@ -165,13 +166,13 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
   box_steps_->add(std::move(step), until_end);
 }
 
-void Filesystem::note_refused_start(const std::string& request, int err, const std::string& reason,
+void Filesystem::note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
                                     const Requester& who) {
   sup::BoxStep step;
   step.kind = "start";
   step.summary = request;
   step.ok = false;
-  step.error = sup::BoxStep::Refusal{errno_name(err), reason};
+  step.error = sup::BoxStep::Refusal{errno_name(code), reason};
   step.cwd = who.cwd();
   step.client = who.client;
   box_steps_->add(std::move(step));

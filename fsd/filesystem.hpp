@@ -15,7 +15,6 @@
 #include <fuse_lowlevel.h>
 #include <nlohmann/json.hpp>
 
-#include "fsd/box_report.hpp"
 #include "fsd/ended_lines.hpp"
 #include "fsd/entry_invalidator.hpp"
 #include "fsd/error_log.hpp"
@@ -26,8 +25,9 @@
 #include "fsd/parked_requests.hpp"
 #include "fsd/scratch_files.hpp"
 #include "fsd/start_requests.hpp"
-#include "fsd/step_store.hpp"
+#include "supervisor/box_report.hpp"
 #include "supervisor/box_steps.hpp"
+#include "supervisor/step_store.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace fsd {
@@ -99,8 +99,8 @@ class Filesystem {
   OpenHandles& handles() { return handles_; }
   const std::string& readme() const { return readme_; }
   sup::BoxSteps& box_steps() { return *box_steps_; }
-  WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
-  StepStore& steps() { return steps_; }
+  sup::WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
+  sup::StepStore& steps() { return steps_; }
   ScratchFiles& scratch() { return scratch_; }
   ParamNodes& param_nodes() { return param_nodes_; }
   EntryInvalidator& invalidator() { return invalidator_; }
@@ -113,8 +113,8 @@ class Filesystem {
   /// exitCode, signal, timedOut).
   void note_action(std::string kind, const std::string& summary, const std::string& id,
                    const sup::CommandStatus* st = nullptr);
-  /// A start refused with `err` (an errno) for `reason`; `request` masked by the caller.
-  void note_refused_start(const std::string& request, int err, const std::string& reason,
+  /// A start refused with `code` for `reason`; `request` masked by the caller.
+  void note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
                           const Requester& who);
 
   /// The node of `ino`; ENOENT when it names nothing (any more) or nothing `who` may see.
@@ -169,8 +169,8 @@ class Filesystem {
   StartRequests starts_;
   std::unique_ptr<sup::BoxSteps> box_steps_;
   std::uint64_t ended_subscription_ = 0;
-  WorkDirSizes work_dir_sizes_;
-  StepStore steps_;
+  sup::WorkDirSizes work_dir_sizes_;
+  sup::StepStore steps_;
   ScratchFiles scratch_;  // after errors_, which it writes to
   ParamNodes param_nodes_;
   EndedLines ended_lines_;

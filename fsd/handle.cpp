@@ -10,7 +10,7 @@
 
 namespace fsd {
 
-Reply Reply::fail(const sup::Error& e) { return error(to_errno(e.code)); }
+int Reply::err() const { return code_ ? to_errno(*code_) : err_; }
 
 Reply Reply::slice(std::string_view bytes, off_t off, std::size_t size) {
   if (off < 0 || static_cast<std::size_t>(off) >= bytes.size()) return data({});

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -31,7 +32,12 @@ class Reply {
   enum class Type { error, data, file, written, poll, parked };
 
   static Reply error(int err) { return Reply(Type::error, err); }
-  static Reply fail(const sup::Error& e);  ///< errno of e.code (errno_map)
+  /// A refusal with the supervisor's code; its errno is taken when sent (errno_map).
+  static Reply fail(const sup::Error& e) {
+    Reply r(Type::error);
+    r.code_ = e.code;
+    return r;
+  }
   static Reply data(std::string bytes) { Reply r(Type::data); r.bytes_ = std::move(bytes); return r; }
   /// `bytes[off, off+size)`, empty past the end: reads served from a snapshot.
   static Reply slice(std::string_view bytes, off_t off, std::size_t size);
@@ -50,7 +56,8 @@ class Reply {
   static Reply parked() { return Reply(Type::parked); }
 
   Type type() const { return type_; }
-  int err() const { return err_; }
+  /// Type::error: the errno (0: success).
+  int err() const;
   int fd() const { return err_; }  ///< Type::file
   off_t offset() const { return off_; }
   const std::string& bytes() const { return bytes_; }
@@ -60,6 +67,7 @@ class Reply {
   explicit Reply(Type t, int err = 0) : type_(t), err_(err) {}
   Type type_;
   int err_ = 0;  // the errno, or the fd of Type::file
+  std::optional<sup::Errc> code_;  // Type::error from fail(): err_ is its errno
   off_t off_ = 0;
   std::string bytes_;
   std::size_t count_ = 0;

@@ -4,7 +4,8 @@
 //     (serial + 1) << 5 | kind
 // where serial is sup::CommandStatus::serial (stable per bgId for the daemon's
 // life, never reused), so the same file keeps its inode across lookups and the
-// FUSE side needs no table of nodes. Scratch files (created by writers,
+// FUSE side needs no table of nodes. Which name, mode and handler each kind
+// has is in the table of the tree's files (tree_file.hpp). Scratch files (created by writers,
 // renamed away) are the exception: see kScratchInoBit. Every call maps the inode back to a bgId
 // and re-checks that the record still exists (a vanished command is ENOENT).
 #include <cstdint>
@@ -24,6 +25,7 @@ enum class Kind : std::uint8_t {
   procs,
   logs,
   box_steps,  // steps.json at the root
+  fixed_end,  // not a file: a new fixed kind goes before it
   scratch = 15,  // a scratch file (scratch_files.hpp): inode kScratchInoBit | counter
   // Files of one command: the low 5 bits of its inodes.
   record_dir = 16,
@@ -41,12 +43,15 @@ enum class Kind : std::uint8_t {
   output,       // procs/ID/output
   steps,        // procs/ID/steps (sbx-step writes events here)
   steps_json,   // procs/ID/steps.json
+  record_end,   // not a file: a new kind of a command's file goes before it
 };
 
 /// The last fixed kind (its inode is the value itself).
-constexpr Kind kLastFixedKind = Kind::box_steps;
+constexpr Kind kLastFixedKind = static_cast<Kind>(static_cast<int>(Kind::fixed_end) - 1);
 /// The last kind of a command's files (decode_ino accepts none above it).
-constexpr Kind kLastRecordKind = Kind::steps_json;
+constexpr Kind kLastRecordKind = static_cast<Kind>(static_cast<int>(Kind::record_end) - 1);
+static_assert(static_cast<int>(Kind::fixed_end) <= static_cast<int>(Kind::scratch), "fixed kinds end below scratch");
+static_assert(static_cast<int>(Kind::record_end) <= 32, "a command's kinds fit in the inode's low 5 bits");
 
 constexpr bool is_record_kind(Kind k) { return static_cast<int>(k) >= static_cast<int>(Kind::record_dir); }
 

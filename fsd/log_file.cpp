@@ -1,7 +1,8 @@
 // procs/ID/log, stdout, stderr and logs/ID.log: the state directory's files,
 // read with pread. Their attributes carry the backing file's real size and
 // mtime with attr_timeout 0, and they are direct_io: every tool, `tail -f`
-// included, sees the file grow (NOTES.md §2).
+// included, sees the file grow (tail -f polls st_size once a second on
+// FUSE and reads exactly the growth; with st_size 0 it reports "file truncated").
 //
 // Without secrets a read is answered straight from the file (spliced, see
 // Reply::file); st_blksize invites large reads (tree.cpp).
@@ -141,7 +142,7 @@ std::string log_path(const Node& node) {
   }
 }
 
-std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node) {
+std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node, const OpenRequest&) {
   const std::string path = log_path(node);
   sup::UniqueFd fd(path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   const int err = !fd && !path.empty() && errno != ENOENT ? errno : 0;

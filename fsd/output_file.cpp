@@ -150,7 +150,8 @@ std::string escape_utf8(std::string_view in, std::size_t* escaped) {
   return out;
 }
 
-std::unique_ptr<Handle> open_output(Filesystem& fs, const Node& node, const Requester& reader) {
+std::unique_ptr<Handle> open_output(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  const Requester& reader = req.who;
   return std::make_unique<OutputHandle>(fs, node, reader);
 }
 

@@ -18,8 +18,8 @@ ParkedRequests::~ParkedRequests() { shutdown(); }
 void ParkedRequests::park(fuse_req_t req, const std::string& id, Until until,
                           std::optional<std::chrono::milliseconds> cap, Answer answer, Cost cost,
                           const ReaderCondition* own) {
-  // NOTES.md §1: register before taking mu_ (libfuse calls back under
-  // req->lock, and at once if the interrupt already came).
+  // Register before taking mu_: libfuse calls back under req->lock, and at
+  // once (inline) if the interrupt already came; the lock order is req->lock, then mu_.
   fuse_req_interrupt_func(req, &ParkedRequests::on_interrupt, this);
   std::uint64_t seq = 0;
   {
@@ -151,7 +151,8 @@ void ParkedRequests::on_event(const sup::Event& ev) {
     if (p.timer) sup_.cancel_timer(p.timer);
     deliver(req, std::move(p), why);
   }
-  // NOTES.md §3: notify from this thread, never from a handler or under a lock.
+  // Notify from this thread, never from a handler or under a lock a handler
+  // needs: the kernel may wait on that handler's reply to take the notice.
   for (fuse_pollhandle* ph : polls) {
     fuse_lowlevel_notify_poll(ph);
     fuse_pollhandle_destroy(ph);

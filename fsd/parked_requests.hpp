@@ -1,7 +1,8 @@
 #pragma once
 // FUSE requests stored until a command ends (`wait` reads, `stop` writes) or
 // becomes ready (`ready` reads). No FUSE worker ever sleeps on a supervised
-// process (NOTES.md §1): the handler parks the request and returns; the
+// process (with every worker asleep none is left to read the INTERRUPT
+// that would wake one, and the mount hangs): the handler parks the request and returns; the
 // supervisor's event (ended, ready, removed), a cap timer, an interrupt or
 // shutdown answers it, exactly once.
 //

@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <sys/stat.h>
 
-#include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
 
 namespace fsd {
@@ -25,12 +24,12 @@ std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who) {
 sup::Result<Node> make_slot(Filesystem& fs, const std::string& name, const Requester& who) {
   const std::string path = "procs/" + name + " (mkdir)";
   if (const sup::Status ok = sup::validate_name(name); !ok) {
-    fs.errors().add(path, to_errno(ok.error().code), ok.error().message, name);
+    fs.errors().add(path, ok.error().code, ok.error().message, name);
     return ok.error();
   }
   sup::Result<sup::CommandStatus> st = fs.sup().create_slot(name, who.uid, who.sid);
   if (!st) {
-    fs.errors().add(path, to_errno(st.error().code), st.error().message, name);
+    fs.errors().add(path, st.error().code, st.error().message, name);
     return st.error();
   }
   fs.note_action("mkdir", "made the empty slot procs/" + name, name, &*st);
@@ -42,7 +41,7 @@ sup::Status remove_record(Filesystem& fs, const std::string& name, const Request
   const std::optional<sup::CommandStatus> rec = fs.find(name, who);
   if (!rec) return sup::Error{sup::Errc::not_found, "no such command"};
   const sup::Status st = fs.sup().remove(name);
-  if (!st) fs.errors().add(path, to_errno(st.error().code), st.error().message, name, name);
+  if (!st) fs.errors().add(path, st.error().code, st.error().message, name, name);
   else fs.note_action("rmdir", "removed procs/" + name + (rec->cmd_full.empty() ? "" : ": " + rec->cmd_full), name, &*rec);
   return st;
 }

@@ -120,6 +120,6 @@ Errors of rejected requests: cat errors (one JSON object per line).
 )";
 }
 
-std::unique_ptr<Handle> open_readme(Filesystem& fs) { return std::make_unique<SnapshotHandle>(fs.readme()); }
+std::unique_ptr<Handle> open_readme(Filesystem& fs, const Node&, const OpenRequest&) { return std::make_unique<SnapshotHandle>(fs.readme()); }
 
 }  // namespace fsd

@@ -15,7 +15,6 @@
 #include <cerrno>
 
 #include "fsd/blocking_read.hpp"
-#include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
 #include "supervisor/ready_condition.hpp"
 
@@ -56,11 +55,11 @@ class ReadyHandle : public BlockingReadHandle {
     sup::Result<sup::ReadyCondition> cond = sup::parse_ready_condition(data);
     if (!cond) {
       too_big_ = cond.error().code == sup::Errc::too_big;
-      fs_.errors().add(path, to_errno(cond.error().code), cond.error().message, data, id_);
+      fs_.errors().add(path, cond.error().code, cond.error().message, data, id_);
       return Reply::fail(cond.error());
     }
     if (const sup::Status st = fs_.sup().set_ready(id_, *cond); !st) {
-      fs_.errors().add(path, to_errno(st.error().code), st.error().message, data, id_);
+      fs_.errors().add(path, st.error().code, st.error().message, data, id_);
       return Reply::fail(st.error());
     }
     fs_.note_action("ready", "ready when " + std::string(data.substr(0, 200)), id_);
@@ -91,7 +90,8 @@ class ReadyHandle : public BlockingReadHandle {
 
 }  // namespace
 
-std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const Requester& reader) {
+std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  const Requester& reader = req.who;
   return std::make_unique<ReadyHandle>(fs, node, reader);
 }
 

@@ -76,7 +76,8 @@ struct stat scratch_attr(Filesystem& fs, const Node& node) {
   return st;
 }
 
-std::unique_ptr<Handle> open_scratch(Filesystem& fs, const Node& node, int flags) {
+std::unique_ptr<Handle> open_scratch(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  const int flags = req.flags;
   if (!fs.scratch().opened(node.ino)) return nullptr;
   auto h = std::make_unique<ScratchHandle>(fs.scratch(), node.ino);
   // libfuse asks for atomic O_TRUNC: the truncation is ours to do at open.
@@ -93,7 +94,7 @@ int create_scratch(Filesystem& fs, const Node& dir, std::string_view name, mode_
     // finds one anyway lost a race, and is an open of it unless O_EXCL.
     if ((flags & O_EXCL) || there->kind != Kind::scratch) return EEXIST;
     *node = *there;
-    *h = open_scratch(fs, *there, flags);
+    *h = open_scratch(fs, *there, OpenRequest{who, flags});
     return *h ? 0 : ENOENT;
   }
   ScratchFiles::Info info;

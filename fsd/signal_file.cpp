@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <string>
 
-#include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
 #include "supervisor/signal_names.hpp"
 
@@ -26,7 +25,7 @@ class SignalHandle : public Handle {
     const int sig = *parsed;
     const sup::Status st = fs_.sup().signal(id_, sig);
     if (!st) {
-      fs_.errors().add(path, to_errno(st.error().code), st.error().message, data, id_);
+      fs_.errors().add(path, st.error().code, st.error().message, data, id_);
       return Reply::fail(st.error());
     }
     const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
@@ -42,7 +41,7 @@ class SignalHandle : public Handle {
 
 }  // namespace
 
-std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node) {
+std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node, const OpenRequest&) {
   return std::make_unique<SignalHandle>(fs, node.id());
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // A mount point left behind by a daemon that died (kill -9): every access
-// gives ENOTCONN and mounting over it fails (NOTES.md §8).
+// gives ENOTCONN, the mount stays in /proc/mounts, mounting over it fails
+// and `fusermount3 -u` fails with EBUSY while any process has its cwd or an
+// fd inside; a lazy unmount (`fusermount3 -uz`) frees the path.
 #include <string>
 #include <vector>
 

@@ -2,7 +2,8 @@
 // last actions done through the tree, load, memory, disks) and
 // procs/ID/status.json (one record). Generated at open and served from the
 // handle: st_size 0 and direct_io, so a reader never sees a snapshot clipped
-// to a stale size (NOTES.md §2). The root report never waits: the one slow
+// to a stale size (with the page cache and a real size, the kernel clips a
+// read to the size it cached, and a longer new snapshot reads as truncated JSON). The root report never waits: the one slow
 // figure (sizes under the working directories) comes from WorkDirSizes' cache.
 //
 // Parameters in the name: `status.json,all` lists ended commands too (oldest
@@ -162,9 +163,9 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
       {"finished", finished},
       {"hint", all ? kHintAll : kHint},
       {"steps", wants("steps") ? fs.box_steps().latest() : nlohmann::json()},
-      {"load", wants("load") ? load_json() : nlohmann::json()},
-      {"memory", wants("memory") ? memory_json() : nlohmann::json()},
-      {"disk", wants("disk") ? disk_json(info.state_dir) : nlohmann::json()},
+      {"load", wants("load") ? sup::load_json() : nlohmann::json()},
+      {"memory", wants("memory") ? sup::memory_json() : nlohmann::json()},
+      {"disk", wants("disk") ? sup::disk_json(info.state_dir) : nlohmann::json()},
       {"workDirSizes", std::move(measured)},
       {"notMeasured", std::move(not_measured)},
   };
@@ -190,7 +191,8 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
 
 }  // namespace
 
-std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const Requester& reader) {
+std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  const Requester& reader = req.who;
   if (node.kind == Kind::status) return std::make_unique<SnapshotHandle>(supervisor_status(fs, node, reader));
   // The node's record was looked up without a CPU sample; this file shows one.
   const std::optional<sup::CommandStatus> st = fs.sup().status(node.id());

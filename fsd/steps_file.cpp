@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <mutex>
 
-#include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
 
 namespace fsd {
@@ -31,7 +30,7 @@ class StepsHandle : public Handle {
     }
     const std::string lines = buf_.substr(0, nl + 1);
     buf_.erase(0, nl + 1);
-    if (const int err = apply(lines)) return Reply::error(err);
+    if (Reply r = apply(lines); r.err()) return r;
     return Reply::written(data.size());
   }
 
@@ -40,20 +39,20 @@ class StepsHandle : public Handle {
     if (buf_.empty()) return Reply::error(0);
     const std::string line = std::move(buf_);
     buf_.clear();
-    return Reply::error(apply(line));
+    return apply(line);
   }
 
  private:
-  /// Holds mu_; 0 or the errno.
-  int apply(const std::string& lines) {
+  /// Holds mu_; success or the refusal.
+  Reply apply(const std::string& lines) {
     const std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
-    if (!st) return ENOENT;
+    if (!st) return Reply::error(ENOENT);
     const sup::Status ok = fs_.steps().apply(*st, lines);
     if (!ok) {
-      fs_.errors().add("procs/" + id_ + "/steps", to_errno(ok.error().code), ok.error().message, lines, id_);
-      return to_errno(ok.error().code);
+      fs_.errors().add("procs/" + id_ + "/steps", ok.error().code, ok.error().message, lines, id_);
+      return Reply::fail(ok.error());
     }
-    return 0;
+    return Reply::error(0);
   }
 
   Reply fail(const std::string& why, std::string_view data) {
@@ -70,11 +69,11 @@ class StepsHandle : public Handle {
 
 }  // namespace
 
-std::unique_ptr<Handle> open_steps(Filesystem& fs, const Node& node) {
+std::unique_ptr<Handle> open_steps(Filesystem& fs, const Node& node, const OpenRequest&) {
   return std::make_unique<StepsHandle>(fs, node.id());
 }
 
-std::unique_ptr<Handle> open_steps_json(Filesystem& fs, const Node& node) {
+std::unique_ptr<Handle> open_steps_json(Filesystem& fs, const Node& node, const OpenRequest&) {
   return std::make_unique<SnapshotHandle>(dump_json(fs.steps().to_json(*node.record)));
 }
 

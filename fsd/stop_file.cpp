@@ -8,7 +8,6 @@
 // which returns once the command is over; a close after a write is no stop.
 #include <atomic>
 
-#include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
 
 namespace fsd {
@@ -34,7 +33,7 @@ class StopHandle : public Handle {
   Reply stop(fuse_req_t req, std::string_view data, Reply done) {
     const sup::Status st = fs_.sup().stop(id_);
     if (!st) {
-      fs_.errors().add("procs/" + id_ + "/stop", to_errno(st.error().code), st.error().message, data, id_);
+      fs_.errors().add("procs/" + id_ + "/stop", st.error().code, st.error().message, data, id_);
       return Reply::fail(st.error());
     }
     const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
@@ -53,7 +52,7 @@ class StopHandle : public Handle {
 
 }  // namespace
 
-std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node) {
+std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node, const OpenRequest&) {
   return std::make_unique<StopHandle>(fs, node.id());
 }
 

@@ -4,7 +4,7 @@
 
 namespace fsd {
 
-std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node) {
+std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node, const OpenRequest&) {
   const auto bytes = node.keys().number("tailBytes").value_or(Filesystem::kDefaultTailBytes);
   return std::make_unique<SnapshotHandle>(fs.log_tail(*node.record, static_cast<std::size_t>(bytes)));
 }

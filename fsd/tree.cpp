@@ -1,10 +1,7 @@
-// The shape of the tree: which names a directory holds, their inodes, modes
-// and attributes. Fixed files are cached 1 s; a command's files and logs 0 s
-// (they come and go, and logs grow), except the attributes of procs/ID
-// itself, which change only when a command starts in the slot (its mtime
-// is the start time): cached 1 s, they spare `ls -l procs` a GETATTR per
-// command after its LOOKUP. Scratch files come after the tree's own names,
-// in the root and in procs/ID/ (scratch_file.cpp).
+// The shape of the tree: which names a directory holds, their inodes and
+// attributes, read from the table of the tree's files (tree_file.cpp).
+// Scratch files come after the tree's own names, in the root and in
+// procs/ID/ (scratch_file.cpp).
 #include <cerrno>
 #include <ctime>
 #include <iterator>
@@ -19,33 +16,8 @@ namespace fsd {
 
 namespace {
 
-struct FileSpec {
-  Kind kind;
-  const char* name;
-};
-
-constexpr FileSpec kRootFiles[] = {
-    {Kind::readme, "README"}, {Kind::cmd, "cmd"},   {Kind::status, "status.json"},
-    {Kind::errors, "errors"}, {Kind::procs, "procs"}, {Kind::logs, "logs"},
-    {Kind::box_steps, "steps.json"},
-};
-
-constexpr FileSpec kRecordFiles[] = {
-    {Kind::record_cmd, "cmd"}, {Kind::record_status, "status.json"},
-    {Kind::log, "log"},        {Kind::stdout_log, "stdout"},
-    {Kind::stderr_log, "stderr"}, {Kind::tail, "tail"},
-    {Kind::wait, "wait"},      {Kind::ready, "ready"},
-    {Kind::output, "output"},  {Kind::steps, "steps"},
-    {Kind::steps_json, "steps.json"},
-    {Kind::stop, "stop"},      {Kind::signal, "signal"},
-};
-
 constexpr std::string_view kLogSuffix = ".log";
 constexpr blksize_t kLogBlockSize = 512 * 1024;  // st_blksize of the log views
-
-bool is_log(Kind k) {
-  return k == Kind::log || k == Kind::stdout_log || k == Kind::stderr_log || k == Kind::logs_entry;
-}
 
 const timespec& mount_time() {
   static const timespec t = [] {
@@ -71,33 +43,35 @@ void append_scratch(std::vector<DirEntry>& out, Filesystem& fs, const Node& dir,
   out.insert(out.end(), std::make_move_iterator(scratch.begin()), std::make_move_iterator(scratch.end()));
 }
 
-/// The kind of the tree's file `name` in `dir`; nullopt when `dir` has none such.
-template <std::size_t N>
-std::optional<Kind> kind_named(const FileSpec (&files)[N], std::string_view name) {
-  for (const FileSpec& f : files)
-    if (name == f.name) return f.kind;
-  return std::nullopt;
-}
-
-/// The node of `name`, FILE,KEYS with FILE a file of `parent` of kind `kind`
-/// (in `dir`): a ParamNodes inode, one more lookup counted; EINVAL with a
-/// line in `errors` when a key is wrong.
-sup::Result<Node> param_node(Filesystem& fs, const Node& parent, Kind kind, ParamDir dir, std::string_view name) {
+/// The node of `name`, FILE,KEYS with FILE the file `row` of `parent`: a
+/// ParamNodes inode, one more lookup counted; EINVAL with a line in
+/// `errors` when a key is wrong.
+sup::Result<Node> param_node(Filesystem& fs, const Node& parent, const TreeFile& row, std::string_view name) {
   const auto [file, keys] = *split_param_name(name);
-  sup::Result<FileParams> params = parse_file_params(file, find_param_file(dir, file), keys, fs.config().param_limits());
+  const ParamFile param_row{row.place == Place::root ? ParamDir::root : ParamDir::record, row.name, row.keys};
+  sup::Result<FileParams> params =
+      parse_file_params(file, row.keys.empty() ? nullptr : &param_row, keys, fs.config().param_limits());
   if (!params) {
     const std::string id = parent.record ? parent.id() : "";
     fs.errors().add(id.empty() ? std::string(name) : "procs/" + id + "/" + std::string(name), EINVAL,
                     params.error().message, name, id);
     return params.error();
   }
-  Node node = parent.record ? fs.node_of(*parent.record, kind) : Node{kind, fixed_ino(kind), std::nullopt};
-  node.ino = fs.param_nodes().acquire(parent.record ? parent.record->serial : 0, kind, *params);
+  Node node = parent.record ? fs.node_of(*parent.record, row.kind) : Node{row.kind, fixed_ino(row.kind), std::nullopt};
+  node.ino = fs.param_nodes().acquire(parent.record ? parent.record->serial : 0, row.kind, *params);
   node.params = std::make_shared<const FileParams>(std::move(params.value()));
   // The kernel would keep this name (and its inode, and our entry) until
   // memory runs short: have it dropped soon.
   fs.invalidator().schedule(parent.ino, std::string(name));
   return node;
+}
+
+/// Where the fixed names in directory `dir` are; nullopt for a directory
+/// whose names are not fixed (procs/, logs/).
+std::optional<Place> place_in(Kind dir) {
+  if (dir == Kind::root) return Place::root;
+  if (dir == Kind::record_dir) return Place::record;
+  return std::nullopt;
 }
 
 /// A name with parameters, `FILE,KEYS`, where FILE is a file of `parent`:
@@ -106,50 +80,23 @@ sup::Result<Node> param_node(Filesystem& fs, const Node& parent, Kind kind, Para
 std::optional<sup::Result<Node>> lookup_with_params(Filesystem& fs, const Node& parent, std::string_view name) {
   const auto split = split_param_name(name);
   if (!split) return std::nullopt;
-  if (parent.kind == Kind::root) {
-    if (const std::optional<Kind> kind = kind_named(kRootFiles, split->first))
-      return param_node(fs, parent, *kind, ParamDir::root, name);
-  } else if (parent.kind == Kind::record_dir) {
-    if (const std::optional<Kind> kind = kind_named(kRecordFiles, split->first))
-      return param_node(fs, parent, *kind, ParamDir::record, name);
-  }
+  const std::optional<Place> place = place_in(parent.kind);
+  if (!place) return std::nullopt;
+  if (const TreeFile* row = tree_file(*place, split->first)) return param_node(fs, parent, *row, name);
   return std::nullopt;
 }
 
 }  // namespace
 
-mode_t mode_of(Kind kind) {
-  switch (kind) {
-    case Kind::root:
-    case Kind::procs:
-    case Kind::logs:
-    case Kind::record_dir: return S_IFDIR | 0755;
-    case Kind::cmd:
-    case Kind::record_cmd:
-    case Kind::ready: return S_IFREG | 0666;
-    case Kind::stop:
-    case Kind::signal:
-    case Kind::steps: return S_IFREG | 0222;
-    case Kind::scratch: return S_IFREG | 0600;
-    default: return S_IFREG | 0444;
-  }
-}
+double timeout_of(const Node& node) { return node.params ? 0.0 : tree_file(node.kind).entry_timeout; }
 
-// Scratch names go away with a rename: never cached.
-double timeout_of(Kind kind) { return is_record_kind(kind) || kind == Kind::scratch ? 0.0 : 1.0; }
-
-double attr_timeout_of(Kind kind) { return kind == Kind::record_dir ? 1.0 : timeout_of(kind); }
-
-double timeout_of(const Node& node) { return node.params ? 0.0 : timeout_of(node.kind); }
-
-double attr_timeout_of(const Node& node) { return node.params ? 0.0 : attr_timeout_of(node.kind); }
+double attr_timeout_of(const Node& node) { return node.params ? 0.0 : tree_file(node.kind).attr_timeout; }
 
 sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who) {
   if (std::optional<sup::Result<Node>> with_params = lookup_with_params(fs, parent, name)) return *with_params;
   switch (parent.kind) {
     case Kind::root:
-      for (const FileSpec& f : kRootFiles)
-        if (name == f.name) return Node{f.kind, fixed_ino(f.kind), std::nullopt};
+      if (const TreeFile* f = tree_file(Place::root, name)) return Node{f->kind, fixed_ino(f->kind), std::nullopt};
       return lookup_scratch(fs, parent, name, who);
     case Kind::procs: {
       std::optional<sup::CommandStatus> st = fs.find(std::string(name), who);
@@ -157,8 +104,7 @@ sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view na
       return fs.node_of(*st, Kind::record_dir);
     }
     case Kind::record_dir:
-      for (const FileSpec& f : kRecordFiles)
-        if (name == f.name) return fs.node_of(*parent.record, f.kind);
+      if (const TreeFile* f = tree_file(Place::record, name)) return fs.node_of(*parent.record, f->kind);
       return lookup_scratch(fs, parent, name, who);
     case Kind::logs: {
       if (name.size() <= kLogSuffix.size() || !name.ends_with(kLogSuffix)) return no_such_file();
@@ -174,9 +120,10 @@ sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view na
 
 struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
   if (node.kind == Kind::scratch) return scratch_attr(fs, node);
+  const TreeFile& row = tree_file(node.kind);
   struct stat st {};
   st.st_ino = node.ino;
-  st.st_mode = mode_of(node.kind);
+  st.st_mode = row.mode;
   st.st_nlink = S_ISDIR(st.st_mode) ? 2 : 1;
   st.st_uid = ::getuid();
   st.st_gid = ::getgid();
@@ -186,8 +133,8 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
   if (node.kind == Kind::record_dir)
     if (const std::optional<timespec> t = start_time(node.record->started_at)) st.st_mtim = st.st_ctim = *t;
   st.st_blksize = 4096;
-  if (node.kind == Kind::readme) st.st_size = static_cast<off_t>(fs.readme().size());
-  if (is_log(node.kind)) {
+  if (row.size == Size::readme) st.st_size = static_cast<off_t>(fs.readme().size());
+  if (row.size == Size::backing) {
     // Each read is a round trip to the daemon: invite big ones (cat, cp and
     // friends size their buffer by st_blksize). 512 KiB + libfuse's header
     // still fits an unprivileged splice pipe (pipe-max-size, 1 MiB).
@@ -211,7 +158,8 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
     case Kind::root:
       out.push_back({".", dir.ino, dmode});
       out.push_back({"..", dir.ino, dmode});
-      for (const FileSpec& f : kRootFiles) out.push_back({f.name, fixed_ino(f.kind), mode_of(f.kind)});
+      for (const TreeFile& f : tree_files())
+        if (f.place == Place::root) out.push_back({std::string(f.name), fixed_ino(f.kind), f.mode});
       append_scratch(out, fs, dir, who);
       return out;
     case Kind::procs: {
@@ -224,8 +172,8 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
     case Kind::record_dir:
       out.push_back({".", dir.ino, dmode});
       out.push_back({"..", fixed_ino(Kind::procs), dmode});
-      for (const FileSpec& f : kRecordFiles)
-        out.push_back({f.name, record_ino(dir.record->serial, f.kind), mode_of(f.kind)});
+      for (const TreeFile& f : tree_files())
+        if (f.place == Place::record) out.push_back({std::string(f.name), record_ino(dir.record->serial, f.kind), f.mode});
       append_scratch(out, fs, dir, who);
       return out;
     case Kind::logs:

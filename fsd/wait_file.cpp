@@ -36,7 +36,8 @@ class WaitHandle : public BlockingReadHandle {
 
 }  // namespace
 
-std::unique_ptr<Handle> open_wait(Filesystem& fs, const Node& node, const Requester& reader) {
+std::unique_ptr<Handle> open_wait(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  const Requester& reader = req.who;
   return std::make_unique<WaitHandle>(fs, node, reader);
 }
 

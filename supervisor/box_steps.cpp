@@ -13,6 +13,7 @@
 
 #include "supervisor/clock.hpp"
 #include "supervisor/files.hpp"
+#include "supervisor/utf8.hpp"
 
 namespace sup {
 
@@ -80,7 +81,7 @@ json BoxStep::to_json() const {
   json j = {{"at", at},         {"kind", kind},        {"summary", summary},
             {"note", opt(note)}, {"bgId", opt(bg_id)}, {"cwd", opt(cwd)},
             {"client", opt(client)}};
-  j["ms"] = ms ? json(static_cast<std::int64_t>(std::llround(*ms))) : json(nullptr);  // whole ms, as the seed
+  j["ms"] = ms ? json(static_cast<std::int64_t>(std::llround(*ms))) : json(nullptr);  // whole milliseconds, as steps.json shows them
   j["ok"] = ok ? json(*ok) : json(nullptr);
   j["exitCode"] = exit_code ? json(*exit_code) : json(nullptr);
   j["signal"] = opt(signal);
@@ -90,17 +91,8 @@ json BoxStep::to_json() const {
 }
 
 std::string BoxSteps::cut(std::string_view text, std::size_t max) {
-  // Code points are counted by their lead bytes; a cut never splits one.
-  std::size_t chars = 0;
-  std::size_t i = 0;
-  std::size_t cut_at = std::string_view::npos;
-  for (; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
-    if (chars == max - 1) cut_at = i;  // where "…" would go
-    if (++chars > max) break;
-  }
-  if (chars <= max) return std::string(text);
-  return std::string(text.substr(0, cut_at)) + "\u2026";
+  if (utf8_head(text, text.size(), max).size() == text.size()) return std::string(text);
+  return std::string(utf8_head(text, text.size(), max - 1)) + "\u2026";
 }
 
 Result<std::unique_ptr<BoxSteps>> BoxSteps::open(std::string dir, std::chrono::seconds keep) {

@@ -46,7 +46,7 @@ struct CommandStatus {
   std::string tracking;         ///< "cgroup" or "proctree" (empty: never started)
   std::string cgroup;           ///< the command's cgroup, when tracking is "cgroup"
 
-  /// The DESIGN.md fields (no logPath/mine: the view adds those).
+  /// status.json's fields as sbxfs.5 lists them (no logPath/mine: the view adds those).
   nlohmann::json to_json() const;
 };
 

@@ -25,12 +25,12 @@ bool CpuSampler::stale(const Sample& s, Clock::time_point now) const {
   return s.at == Clock::time_point{} || now - s.at >= interval_;
 }
 
-void CpuSampler::take(const Tree& t) {
+void CpuSampler::take(const Tree& t, const std::vector<ProcEntry>& all) {
   static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
   std::uint64_t started = 0;
   std::uint64_t ticks = 0;
   if (t.cgroup.empty()) {
-    ticks = tree_cpu_ticks(t.monitor, &started);
+    ticks = tree_cpu_ticks(t.monitor, all, &started);
   } else {  // the kernel's count: one read, however many processes
     ticks = Cgroup(t.cgroup).cpu_usec().value_or(0) * static_cast<std::uint64_t>(hz) / 1000000;
     started = process_start_time(t.monitor).value_or(0);
@@ -65,7 +65,7 @@ double CpuSampler::percent(const Tree& t) {
     if (!stale(s, Clock::now())) return s.percent;
     s.busy = true;
   }
-  take(t);
+  take(t, scan_processes());
   std::lock_guard g(mu_);
   auto it = samples_.find(t.id);
   return it == samples_.end() ? 0 : it->second.percent;
@@ -85,9 +85,13 @@ std::vector<double> CpuSampler::percents(const std::vector<Tree>& trees) {
     }
   }
   std::stable_sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  const auto until = Clock::now() + budget_;
   std::size_t done = 0;
-  for (; done < due.size() && Clock::now() < until; ++done) take(*due[done].second);
+  // One pass over /proc serves every tree sampled now (none when each has a
+  // cgroup); the budget is for the trees, after it.
+  const bool walk = std::any_of(due.begin(), due.end(), [](const auto& d) { return d.second->cgroup.empty(); });
+  const std::vector<ProcEntry> all = walk ? scan_processes() : std::vector<ProcEntry>{};
+  const auto until = Clock::now() + budget_;
+  for (; done < due.size() && Clock::now() < until; ++done) take(*due[done].second, all);
 
   std::vector<double> out;
   out.reserve(trees.size());
@@ -121,7 +125,9 @@ void CpuSampler::run() {
     std::vector<Tree> batch;
     batch.swap(queue_);
     g.unlock();
-    for (const Tree& t : batch) take(t);
+    const bool walk = std::any_of(batch.begin(), batch.end(), [](const Tree& t) { return t.cgroup.empty(); });
+    const std::vector<ProcEntry> all = walk ? scan_processes() : std::vector<ProcEntry>{};
+    for (const Tree& t : batch) take(t, all);
     g.lock();
   }
 }

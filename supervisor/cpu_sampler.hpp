@@ -1,6 +1,7 @@
 #pragma once
 // The `cpu` figure of running commands: %CPU of a monitor's whole tree since
-// its previous sample, a sample being one walk of the tree in /proc; the
+// its previous sample, a sample being one walk of the tree in /proc (one
+// pass over /proc serves all the trees sampled together); the
 // first sample of a tree measures from the monitor's start. A command is
 // sampled only when an answer shows its figure, and at most once an
 // interval: an idle supervisor samples nothing.
@@ -22,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "supervisor/proc_tree.hpp"
+
 namespace sup {
 
 class CpuSampler {
@@ -33,7 +36,8 @@ class CpuSampler {
   };
 
   /// `interval`: the least time between two samples of a command. `budget`:
-  /// how long one call of percents() samples on the caller's thread at most.
+  /// how long one call of percents() samples trees on the caller's thread at
+  /// most, after the one pass over /proc they share.
   explicit CpuSampler(std::chrono::milliseconds interval = std::chrono::seconds(1),
                       std::chrono::milliseconds budget = std::chrono::milliseconds(10))
       : interval_(interval), budget_(budget) {}
@@ -61,7 +65,7 @@ class CpuSampler {
     bool busy = false;  // being sampled (by a caller or the background thread)
   };
   bool stale(const Sample& s, Clock::time_point now) const;
-  void take(const Tree& t);  // walks without mu_, then stores under it
+  void take(const Tree& t, const std::vector<ProcEntry>& all);  // without mu_, then stores under it
   void run();
 
   const std::chrono::milliseconds interval_;

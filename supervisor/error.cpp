@@ -5,51 +5,62 @@
 
 namespace sup {
 
+namespace {
+
+// Each Errc once: its own name, the errno it stands for (its name is that
+// errno's), and every errno of a failed system call that turns into it.
+struct ErrcRow {
+  Errc code;
+  const char* id;  // the enumerator's own name
+  int err;
+  const char* name;
+  int from[3];  // the errnos of failed calls that turn into it; 0 ends the list
+};
+
+constexpr ErrcRow kErrcTable[] = {
+    {Errc::invalid_argument, "invalid_argument", EINVAL, "EINVAL", {EINVAL}},
+    {Errc::not_found, "not_found", ENOENT, "ENOENT", {ENOENT}},
+    {Errc::not_a_directory, "not_a_directory", ENOTDIR, "ENOTDIR", {ENOTDIR}},
+    {Errc::permission_denied, "permission_denied", EACCES, "EACCES", {EACCES, EPERM, EISDIR}},
+    // Shown as EACCES, but from execve's ENOEXEC (EACCES is permission_denied).
+    {Errc::not_a_program, "not_a_program", EACCES, "EACCES", {ENOEXEC}},
+    {Errc::already_exists, "already_exists", EEXIST, "EEXIST", {EEXIST, ENOTEMPTY}},
+    {Errc::busy, "busy", EBUSY, "EBUSY", {EBUSY}},
+    {Errc::too_big, "too_big", E2BIG, "E2BIG", {E2BIG}},
+    {Errc::name_too_long, "name_too_long", ENAMETOOLONG, "ENAMETOOLONG", {ENAMETOOLONG}},
+    {Errc::try_again, "try_again", EAGAIN, "EAGAIN", {EAGAIN, ENOMEM}},
+    {Errc::too_many_files, "too_many_files", EMFILE, "EMFILE", {EMFILE, ENFILE}},
+    {Errc::no_such_process, "no_such_process", ESRCH, "ESRCH", {ESRCH}},
+    {Errc::io_error, "io_error", EIO, "EIO", {EIO}},
+    {Errc::no_space, "no_space", ENOSPC, "ENOSPC", {ENOSPC, EDQUOT}},
+    {Errc::interrupted, "interrupted", EINTR, "EINTR", {EINTR}},
+    {Errc::timed_out, "timed_out", ETIMEDOUT, "ETIMEDOUT", {ETIMEDOUT}},
+};
+
+const ErrcRow& row_of(Errc c) {
+  for (const ErrcRow& r : kErrcTable)
+    if (r.code == c) return r;
+  return row_of(Errc::io_error);
+}
+
+}  // namespace
+
+Errc errc_from_errno(int err) {
+  for (const ErrcRow& r : kErrcTable) {
+    for (int f : r.from)
+      if (f != 0 && f == err) return r.code;
+  }
+  return Errc::io_error;
+}
+
 Error error_from_errno(int err, const std::string& what) {
-  Errc c = Errc::io_error;
-  switch (err) {
-    case ENOENT: c = Errc::not_found; break;
-    case ENOTDIR: c = Errc::not_a_directory; break;
-    case EACCES: case EPERM: case EISDIR: c = Errc::permission_denied; break;
-    case ENOEXEC: c = Errc::not_a_program; break;
-    case EEXIST: case ENOTEMPTY: c = Errc::already_exists; break;
-    case EBUSY: c = Errc::busy; break;
-    case E2BIG: c = Errc::too_big; break;
-    case ENAMETOOLONG: c = Errc::name_too_long; break;
-    case EMFILE: case ENFILE: c = Errc::too_many_files; break;
-    case EAGAIN: case ENOMEM: c = Errc::try_again; break;
-    case ESRCH: c = Errc::no_such_process; break;
-    case ENOSPC: case EDQUOT: c = Errc::no_space; break;
-    case EINVAL: c = Errc::invalid_argument; break;
-    case EINTR: c = Errc::interrupted; break;
-    case ETIMEDOUT: c = Errc::timed_out; break;
-    default: break;
-  }
-  return Error{c, what + ": " + std::strerror(err)};
+  return Error{errc_from_errno(err), what + ": " + std::strerror(err)};
 }
 
-}  // namespace sup
+const char* error_code_name(Errc c) { return row_of(c).name; }
 
-namespace sup {
-const char* error_code_name(Errc c) {
-  switch (c) {
-    case Errc::invalid_argument: return "EINVAL";
-    case Errc::not_found: return "ENOENT";
-    case Errc::not_a_directory: return "ENOTDIR";
-    case Errc::permission_denied: return "EACCES";
-    case Errc::not_a_program: return "EACCES";
-    case Errc::already_exists: return "EEXIST";
-    case Errc::busy: return "EBUSY";
-    case Errc::too_big: return "E2BIG";
-    case Errc::name_too_long: return "ENAMETOOLONG";
-    case Errc::too_many_files: return "EMFILE";
-    case Errc::try_again: return "EAGAIN";
-    case Errc::no_such_process: return "ESRCH";
-    case Errc::io_error: return "EIO";
-    case Errc::no_space: return "ENOSPC";
-    case Errc::interrupted: return "EINTR";
-    case Errc::timed_out: return "ETIMEDOUT";
-  }
-  return "EIO";
-}
+int errno_of(Errc c) { return row_of(c).err; }
+
+const char* errc_id(Errc c) { return row_of(c).id; }
+
 }  // namespace sup

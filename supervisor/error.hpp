@@ -1,7 +1,7 @@
 #pragma once
 // Errors as values: every fallible supervisor call returns Result<T>.
-// Exceptions stop at the library's edge; the FUSE side maps Errc to errno
-// in one place (fsd/errno_map.cpp).
+// Exceptions stop at the library's edge. Each Errc's errno and name are in
+// one table (error.cpp), used by the records and by the FUSE replies.
 #include <string>
 #include <utility>
 #include <variant>
@@ -32,8 +32,16 @@ struct Error {
   std::string message;
 };
 
+/// The Errc a failed system call's errno turns into (io_error for the rest).
+Errc errc_from_errno(int err);
 /// Turn the errno of a failed system call into an Error with `what` as context.
 Error error_from_errno(int err, const std::string& what);
+/// "EINVAL" etc.: the errno name an Errc stands for (shown in records).
+const char* error_code_name(Errc c);
+/// The errno an Errc stands for (a FUSE reply's).
+int errno_of(Errc c);
+/// "invalid_argument" etc.: the enumerator's name (for logs and tests).
+const char* errc_id(Errc c);
 
 /// A value or an Error.
 template <class T>
@@ -58,9 +66,4 @@ class [[nodiscard]] Result {
 struct Ok {};
 using Status = Result<Ok>;
 
-}  // namespace sup
-
-namespace sup {
-/// "EINVAL" etc.: the errno name an Errc stands for (shown in records).
-const char* error_code_name(Errc c);
 }  // namespace sup

@@ -9,49 +9,15 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "supervisor/atomic_write.hpp"
 #include "supervisor/unique_fd.hpp"
 
 namespace sup {
 
-namespace {
-Status write_all(int fd, const std::string& data, const std::string& path) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return error_from_errno(errno, "write " + path);
-    }
-    off += static_cast<size_t>(n);
-  }
-  return Ok{};
-}
-}  // namespace
-
 Status write_file_atomic(const std::string& path, const std::string& content, bool sync) {
-  const std::string tmp = path + ".tmp";
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd) return error_from_errno(errno, "create " + tmp);
-  if (auto st = write_all(fd.get(), content, tmp); !st) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  if (sync && ::fsync(fd.get()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return error_from_errno(e, "fsync " + tmp);
-  }
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return error_from_errno(e, "rename " + tmp);
-  }
-  if (sync) {
-    std::string dir = std::filesystem::path(path).parent_path().string();
-    UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dfd) ::fsync(dfd.get());
-  }
+  const char* step = "";
+  if (int e = write_file_atomic_at(AT_FDCWD, path.c_str(), content, sync, &step))
+    return error_from_errno(e, std::string(step) + " " + path + ".tmp");
   return Ok{};
 }
 

@@ -1,9 +1,6 @@
 #pragma once
-// Small file helpers for the state directory. Writes are atomic (temp file,
-// rename), so a crash of any process leaves the old or the new content,
-// never a torn one. fsync is optional: it only matters for a power loss,
-// after which every command is gone anyway and the loader tolerates a torn
-// file; it cost 1-6 ms per write on ext4.
+// Small file helpers for the state directory, as Results. Writes are
+// atomic (supervisor/atomic_write.hpp says how).
 #include <optional>
 #include <string>
 

@@ -1,5 +1,7 @@
 #include "supervisor/monitor_launcher.hpp"
 
+#include "supervisor/monitor_job.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -18,9 +20,6 @@ namespace sup {
 
 namespace {
 
-// Must match supervisor/monitor/server.cpp.
-constexpr char kJobMagic[] = "sbxfs-monitor-job 1";
-
 std::string ms(double sec) { return std::to_string(static_cast<long long>(std::llround(sec * 1000))); }
 
 // The monitor's command-line arguments for a launch (without argv[0]).
@@ -37,26 +36,10 @@ std::vector<std::string> monitor_args(const MonitorLaunch& l) {
     for (gid_t g : l.run_as->groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
     if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
   }
-  if (!l.cgroup.empty()) args.insert(args.end(), {"--cgroup", l.cgroup});
+  if (!l.cgroup.empty()) args.insert(args.end(), {kJobCgroup, l.cgroup});
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   return args;
-}
-
-// The job as server.cpp reads it: counted NUL-terminated strings.
-std::string encode_job(const MonitorLaunch& l) {
-  std::string job;
-  auto put = [&job](const std::string& s) {
-    job += s;
-    job += '\0';
-  };
-  auto args = monitor_args(l);
-  put(std::to_string(args.size()));
-  for (auto& a : args) put(a);
-  put(std::to_string(l.env.size()));
-  for (const auto& [k, v] : l.env) put(k + "=" + v);
-  put(l.cwd);
-  return job;
 }
 
 }  // namespace
@@ -129,7 +112,7 @@ Status MonitorLauncher::send_job(const int (&fds)[3]) {
   for (int attempt = 0;; ++attempt) {
     if (!sock_)
       if (auto st = start_server(); !st) return st;
-    iovec iov{const_cast<char*>(kJobMagic), sizeof kJobMagic - 1};
+    iovec iov{const_cast<char*>(kJobMagic), kJobMagicLen};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -211,7 +194,7 @@ Result<pid_t> PendingLaunch::parse(const std::string& line, const char* expect) 
     long cmd_pid = 0;
     in >> cmd_pid;
     if (cmd_pid > 0) return static_cast<pid_t>(cmd_pid);
-  } else if (word == "err") {
+  } else if (word == kReportErr) {
     int err = 0;
     in >> err;
     std::string msg;
@@ -244,7 +227,7 @@ Result<std::unique_ptr<PendingLaunch>> MonitorLauncher::begin(const MonitorLaunc
   job_r.reset();
   report_w.reset();
   go_r.reset();
-  auto p = std::make_unique<PendingLaunch>(std::move(job_w), encode_job(l), std::move(report_r), std::move(go_w));
+  auto p = std::make_unique<PendingLaunch>(std::move(job_w), encode_job(monitor_args(l), l.env, l.cwd), std::move(report_r), std::move(go_w));
   if (p->send_job()) p->end_job();
   return p;
 }
@@ -265,7 +248,7 @@ Result<pid_t> MonitorLauncher::launch(const MonitorLaunch& l, const Publish& pub
       if (p.job_fd() >= 0 && fds[1].revents && p.send_job()) p.end_job();
     }
   };
-  auto forked = PendingLaunch::parse(next(), "forked");
+  auto forked = PendingLaunch::parse(next(), kReportForked);
   if (!forked) return forked.error();
   if (auto st = publish(forked.value()); !st) {
     p.cancel();  // EOF instead of the byte: the command exits without exec
@@ -273,7 +256,7 @@ Result<pid_t> MonitorLauncher::launch(const MonitorLaunch& l, const Publish& pub
     return st.error();
   }
   p.go();
-  return PendingLaunch::parse(next(), "ok");
+  return PendingLaunch::parse(next(), kReportOk);
 }
 
 }  // namespace sup

@@ -1,162 +1,183 @@
 #include "supervisor/proc_tree.hpp"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstring>
-#include <set>
-#include <string>
+#include <algorithm>
 
 namespace sup {
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
-
-// Fields of /proc/PID/stat after the command name, which may hold spaces and
-// parentheses: field 3 is at index 0.
-std::vector<std::string> stat_fields(pid_t pid) {
-  std::string s = slurp("/proc/" + std::to_string(pid) + "/stat");
-  auto close = s.rfind(')');
-  std::vector<std::string> out;
-  if (close == std::string::npos) return out;
-  size_t i = close + 2;
-  while (i < s.size()) {
-    size_t j = s.find(' ', i);
-    if (j == std::string::npos) j = s.size();
-    out.push_back(s.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
-std::uint64_t field(const std::vector<std::string>& f, int stat_field) {
-  size_t idx = static_cast<size_t>(stat_field - 3);
-  if (idx >= f.size()) return 0;
-  return std::strtoull(f[idx].c_str(), nullptr, 10);
-}
-
-void children_of(pid_t pid, std::vector<pid_t>& out) {
-  std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::string kids = slurp(dir + "/" + e->d_name + "/children");
-    size_t i = 0;
-    while (i < kids.size()) {
-      size_t j = kids.find(' ', i);
-      if (j == std::string::npos) j = kids.size();
-      if (j > i) {
-        pid_t c = static_cast<pid_t>(std::strtol(kids.c_str() + i, nullptr, 10));
-        if (c > 0) {
-          out.push_back(c);
-          children_of(c, out);
-        }
-      }
-      i = j + 1;
+// Reads a small /proc file into buf (NUL-terminated). Returns length or -1.
+ssize_t read_small(const char* path, char* buf, size_t cap) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t len = 0;
+  while (len + 1 < cap) {
+    ssize_t n = ::read(fd, buf + len, cap - 1 - len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return -1;
     }
+    if (n == 0) break;
+    len += static_cast<size_t>(n);
   }
-  ::closedir(d);
+  ::close(fd);
+  buf[len] = '\0';
+  return static_cast<ssize_t>(len);
 }
 
 }  // namespace
 
+bool read_proc_stat(pid_t pid, ProcStat* out) {
+  char path[64];
+  ::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  char buf[2048];
+  if (read_small(path, buf, sizeof buf) <= 0) return false;
+  // comm (field 2) may contain spaces and parentheses: parse after the last ')'.
+  char* p = ::strrchr(buf, ')');
+  if (p == nullptr) return false;
+  ++p;
+  // Tokens after ')': index 0 = field 3 (state), 1 = ppid, ..., 19 = field 22.
+  unsigned long long fields[20] = {};
+  char state = '?';
+  int idx = 0;
+  while (*p != '\0' && idx < 20) {
+    while (*p == ' ') ++p;
+    if (*p == '\0') break;
+    char* start = p;
+    while (*p != ' ' && *p != '\0' && *p != '\n') ++p;
+    if (idx == 0) state = *start;
+    else fields[idx] = ::strtoull(start, nullptr, 10);
+    ++idx;
+    if (*p == '\n') break;
+  }
+  if (idx < 20) return false;
+  out->state = state;
+  out->ppid = static_cast<pid_t>(fields[1]);
+  out->pgrp = static_cast<pid_t>(static_cast<long long>(fields[2]));
+  out->session = static_cast<pid_t>(static_cast<long long>(fields[3]));
+  out->utime = fields[11];
+  out->stime = fields[12];
+  out->cutime = fields[13];
+  out->cstime = fields[14];
+  out->starttime = fields[19];
+  return true;
+}
+
 std::optional<std::uint64_t> process_start_time(pid_t pid) {
-  auto f = stat_fields(pid);
-  if (f.size() < 20) return std::nullopt;
-  return field(f, 22);
+  ProcStat st;
+  if (!read_proc_stat(pid, &st)) return std::nullopt;
+  return st.starttime;
 }
 
 bool process_is_zombie(pid_t pid) {
-  auto f = stat_fields(pid);
-  return !f.empty() && (f[0] == "Z" || f[0] == "X");
+  ProcStat st;
+  return read_proc_stat(pid, &st) && (st.state == 'Z' || st.state == 'X');
+}
+
+std::vector<ProcEntry> scan_processes() {
+  std::vector<ProcEntry> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (struct dirent* de = ::readdir(d)) {
+    const char* name = de->d_name;
+    if (name[0] < '1' || name[0] > '9') continue;
+    char* end = nullptr;
+    long v = ::strtol(name, &end, 10);
+    if (end == nullptr || *end != '\0' || v <= 0) continue;
+    ProcEntry e;
+    e.pid = static_cast<pid_t>(v);
+    if (read_proc_stat(e.pid, &e.stat)) out.push_back(e);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::vector<ProcEntry> descendants_in(const std::vector<ProcEntry>& all, pid_t root) {
+  std::vector<const ProcEntry*> by_parent;
+  by_parent.reserve(all.size());
+  for (const ProcEntry& e : all) by_parent.push_back(&e);
+  std::sort(by_parent.begin(), by_parent.end(),
+            [](const ProcEntry* a, const ProcEntry* b) { return a->stat.ppid < b->stat.ppid; });
+  std::vector<ProcEntry> out;
+  std::vector<pid_t> queue{root};
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const pid_t parent = queue[i];
+    auto lo = std::lower_bound(by_parent.begin(), by_parent.end(), parent,
+                               [](const ProcEntry* e, pid_t p) { return e->stat.ppid < p; });
+    for (auto it = lo; it != by_parent.end() && (*it)->stat.ppid == parent; ++it) {
+      const pid_t pid = (*it)->pid;
+      // A pid seen twice (it was re-parented during the scan) is one process.
+      if (std::find(queue.begin(), queue.end(), pid) != queue.end()) continue;
+      queue.push_back(pid);
+      out.push_back(**it);
+    }
+  }
+  return out;
 }
 
 std::vector<pid_t> descendants(pid_t pid) {
   std::vector<pid_t> out;
-  children_of(pid, out);
+  for (const ProcEntry& e : descendants_in(scan_processes(), pid)) out.push_back(e.pid);
   return out;
 }
 
-std::uint64_t tree_cpu_ticks(pid_t monitor, std::uint64_t* start) {
-  auto f = stat_fields(monitor);
-  if (start) *start = field(f, 22);
-  if (f.size() < 20) return 0;
-  std::uint64_t total = field(f, 16) + field(f, 17);  // cutime + cstime: reaped
-  for (pid_t p : descendants(monitor)) {
-    auto g = stat_fields(p);
+std::uint64_t tree_cpu_ticks(pid_t monitor, const std::vector<ProcEntry>& all, std::uint64_t* start) {
+  ProcStat st;
+  const bool alive = read_proc_stat(monitor, &st);
+  if (start) *start = alive ? st.starttime : 0;
+  if (!alive) return 0;
+  std::uint64_t total = st.cutime + st.cstime;  // reaped
+  for (const ProcEntry& e : descendants_in(all, monitor))
     // utime + stime + the children it reaped itself
-    total += field(g, 14) + field(g, 15) + field(g, 16) + field(g, 17);
-  }
+    total += e.stat.utime + e.stat.stime + e.stat.cutime + e.stat.cstime;
   return total;
 }
 
+std::uint64_t tree_cpu_ticks(pid_t monitor, std::uint64_t* start) {
+  return tree_cpu_ticks(monitor, scan_processes(), start);
+}
+
 int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  errno = ENOSYS;
+  return -1;
+#endif
 }
 
-namespace {
-
-bool environ_holds(pid_t pid, const std::vector<std::string>& marks) {
-  const std::string env = '\0' + slurp("/proc/" + std::to_string(pid) + "/environ");
-  for (const std::string& m : marks)
-    if (env.find('\0' + m + '\0') == std::string::npos && !env.ends_with('\0' + m)) return false;
-  return true;
+int pidfd_signal(int pidfd, int sig) {
+#ifdef SYS_pidfd_send_signal
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+#else
+  (void)pidfd;
+  (void)sig;
+  errno = ENOSYS;
+  return -1;
+#endif
 }
 
-// One sweep: kills (through a pidfd, its start time re-checked) every match;
-// returns how many were not in `killed` yet.
-std::size_t kill_sweep(pid_t root, std::uint64_t root_start, const std::vector<std::string>& marks,
-                       std::set<pid_t>& killed) {
-  std::vector<pid_t> found;
-  DIR* d = ::opendir("/proc");
-  if (!d) return 0;
-  while (dirent* e = ::readdir(d)) {
-    const pid_t pid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
-    if (pid <= 1 || pid == ::getpid()) continue;
-    const auto f = stat_fields(pid);
-    if (f.size() < 20 || f[0] == "Z" || field(f, 22) < root_start) continue;
-    const bool ours = static_cast<pid_t>(field(f, 5)) == root || static_cast<pid_t>(field(f, 6)) == root ||
-                      (!marks.empty() && environ_holds(pid, marks));
-    if (!ours) continue;
-    found.push_back(pid);
-    children_of(pid, found);
+long long read_oom_kill_count() {
+  char buf[16384];
+  if (read_small("/proc/vmstat", buf, sizeof buf) <= 0) return -1;
+  const char* p = buf;
+  while (p != nullptr && *p != '\0') {
+    if (::strncmp(p, "oom_kill ", 9) == 0) return ::strtoll(p + 9, nullptr, 10);
+    p = ::strchr(p, '\n');
+    if (p != nullptr) ++p;
   }
-  ::closedir(d);
-  std::size_t fresh = 0;
-  for (pid_t pid : found) {
-    const auto start = process_start_time(pid);
-    const int fd = open_pidfd(pid);
-    if (fd < 0) continue;
-    if (process_start_time(pid) == start && ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0) == 0)
-      fresh += killed.insert(pid).second ? 1 : 0;
-    ::close(fd);
-  }
-  return fresh;
-}
-
-}  // namespace
-
-std::size_t kill_orphaned_tree(pid_t root, std::uint64_t root_start, const std::vector<std::string>& env_marks) {
-  // Again while a sweep finds something: a process may fork while we look.
-  std::set<pid_t> killed;
-  for (int round = 0; round < 5; ++round)
-    if (kill_sweep(root, root_start, env_marks, killed) == 0) break;
-  return killed.size();
+  return -1;
 }
 
 }  // namespace sup

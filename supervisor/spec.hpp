@@ -61,7 +61,7 @@ Status validate_name(const std::string& name);
 /// build accepted (a leading '.', but not "." or "..").
 Status validate_stored_name(const std::string& name);
 
-/// Parses the JSON request keys of DESIGN.md (argv, cmd, cwd, env, secretEnv,
+/// Parses the JSON request keys that sbxfs.5 lists for `cmd` (argv, cmd, cwd, env, secretEnv,
 /// note, name, timeoutSec, stopGraceSec, readyPort, readyLog, readyHttp).
 /// Unknown keys and wrong types are invalid_argument.
 /// `default_cwd` fills a missing cwd.

@@ -1,5 +1,7 @@
 #include "supervisor/utf8.hpp"
 
+#include <algorithm>
+
 #include <cstdint>
 #include <cstdio>
 
@@ -22,6 +24,18 @@ std::size_t utf8_char_len(std::string_view in, std::size_t i) {
   }
   if (cp < min || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
   return len;
+}
+
+std::string_view utf8_head(std::string_view text, std::size_t max_bytes, std::size_t max_chars) {
+  const auto continuation = [&](std::size_t i) { return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80; };
+  std::size_t end = std::min(text.size(), max_bytes);
+  while (end > 0 && end < text.size() && continuation(end)) --end;
+  std::size_t chars = 0;
+  for (std::size_t i = 0; i < end; ++i) {
+    if (continuation(i)) continue;
+    if (chars++ == max_chars) return text.substr(0, i);
+  }
+  return text.substr(0, end);
 }
 
 bool never_text(std::string_view in) {

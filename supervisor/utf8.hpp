@@ -13,6 +13,13 @@ namespace sup {
 /// an overlong form, a UTF-16 surrogate or a code point past U+10FFFF.
 std::size_t utf8_char_len(std::string_view in, std::size_t i);
 
+/// The longest prefix of `text` of at most `max_bytes` bytes and at most
+/// `max_chars` characters that ends where a character starts, so a cut
+/// never splits one. A character is counted by its first byte (any byte but
+/// a continuation byte, 10xxxxxx), so text that is not UTF-8 is cut too.
+std::string_view utf8_head(std::string_view text, std::size_t max_bytes,
+                           std::size_t max_chars = std::string_view::npos);
+
 /// Whether more bytes appended to `in` cannot make it text: it holds a NUL
 /// or a byte that is not UTF-8 (short of a character cut at its end).
 bool never_text(std::string_view in);

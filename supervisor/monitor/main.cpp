@@ -45,6 +45,13 @@
 // stderr, monitor.json, exit.json, dropped. The loop is in monitor_loop.cpp.
 #include "monitor.hpp"
 
+#include "supervisor/clock.hpp"
+#include "supervisor/exit_record.hpp"
+#include "supervisor/monitor_ctl.hpp"
+#include "supervisor/monitor_job.hpp"
+#include "supervisor/monitor_record.hpp"
+#include "supervisor/proc_tree.hpp"
+
 #include <dirent.h>
 #include <grp.h>
 #include <unistd.h>
@@ -98,34 +105,13 @@ std::string one_line(const std::string& in, size_t max = 1024) {
 }
 
 [[noreturn]] void fail(int err, const std::string& message) {
-  char num[32];
-  snprintf(num, sizeof num, "err %d ", err);
-  report(num + one_line(message));
+  report(std::string(sup::kReportErr) + " " + std::to_string(err) + " " + one_line(message));
   diag("%s", one_line(message).c_str());
   if (g_ctl_created && g_dirfd >= 0) {
-    ::unlinkat(g_dirfd, "ctl", 0);
-    ::unlinkat(g_dirfd, "exit.json.tmp", 0);
+    ::unlinkat(g_dirfd, sup::kCtlFile, 0);
+    ::unlinkat(g_dirfd, (std::string(sup::kExitFile) + ".tmp").c_str(), 0);
   }
   ::_exit(1);
-}
-
-// A JSON string literal of `s` (a path: quotes, backslashes and control bytes escaped).
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char esc[8];
-      snprintf(esc, sizeof esc, "\\u%04x", u);
-      out += esc;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string errmsg(const char* what, int err) {
@@ -215,7 +201,7 @@ bool parse_args(int argc, char** argv, Args* a) {
         a->gid = static_cast<gid_t>(v);
         a->has_gid = true;
       }
-    } else if (opt == "--cgroup") {
+    } else if (opt == sup::kJobCgroup) {
       if (value.empty() || value[0] != '/') return false;
       a->cgroup = value;
     } else if (opt == "--groups") {
@@ -310,7 +296,7 @@ struct itimerspec ms_to_its(uint64_t ms) {
 int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   Args args;
   if (!parse_args(argc, argv, &args)) {
-    report(std::string("err ") + std::to_string(EINVAL) + " " + kUsage);
+    report(std::string(sup::kReportErr) + " " + std::to_string(EINVAL) + " " + kUsage);
     diag("%s", kUsage);
     return 1;
   }
@@ -339,7 +325,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   Monitor m;
   m.dirfd = dirfd;
   m.grace_ms = args.grace_ms;
-  m.oom_at_start = read_oom_kill_count();
+  m.oom_at_start = sup::read_oom_kill_count();
 
   // 2. Detach: the caller waits for this process, the monitor lives on.
   // (Forked by the server, we are already a child nobody waits for.)
@@ -356,13 +342,13 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
 
   // 3. ctl (log comes after the report, stdout and stderr with their first
   // byte: relay.cpp).
-  if (::mkfifoat(dirfd, "ctl", 0600) != 0) {
+  if (::mkfifoat(dirfd, sup::kCtlFile, 0600) != 0) {
     int e = errno;
-    if (e != EEXIST || ::unlinkat(dirfd, "ctl", 0) != 0 || ::mkfifoat(dirfd, "ctl", 0600) != 0)
+    if (e != EEXIST || ::unlinkat(dirfd, sup::kCtlFile, 0) != 0 || ::mkfifoat(dirfd, sup::kCtlFile, 0600) != 0)
       fail(e, errmsg("cannot create ctl", e));
   }
   g_ctl_created = true;
-  m.ctlfd = ::openat(dirfd, "ctl", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  m.ctlfd = ::openat(dirfd, sup::kCtlFile, O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (m.ctlfd < 0) fail(errno, errmsg("cannot open ctl", errno));
   m.out.name = "stdout";  // created at their first byte (relay.cpp)
   m.err.name = "stderr";
@@ -394,7 +380,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   ::fcntl(m.err.pipe, F_SETFL, ::fcntl(m.err.pipe, F_GETFL) | O_NONBLOCK);
   Relay relay(dirfd, args.log_max, m.out, m.err);
   m.relay = &relay;
-  std::string started_at = iso_now();
+  std::string started_at = sup::iso_now();
   // Forked by the server, stdin is the go socket (server.cpp).
   const int go_fd = detach ? -1 : 0;
   pid_t root = ::fork();
@@ -409,21 +395,19 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   // 5. monitor.json (the pid is known, and it holds still: its start time
   // does not change at exec); with the server, "forked PID" and the go.
   pid_t self = ::getpid();
-  ProcStat mst, cst;
-  if (!read_proc_stat(self, &mst)) abort_started(root, EIO, "cannot read /proc/self/stat", m.cg);
-  if (!read_proc_stat(root, &cst)) abort_started(root, EIO, "cannot read the command's /proc stat", m.cg);
-  char json[512];
-  snprintf(json, sizeof json,
-           "{\"monitorPid\": %d, \"monitorStart\": %llu, \"pid\": %d, \"pidStart\": %llu, "
-           "\"startedAt\": \"%s\"",
-           static_cast<int>(self), mst.starttime, static_cast<int>(root), cst.starttime,
-           started_at.c_str());
-  std::string monitor_json = json;
-  if (!m.cg.empty()) monitor_json += ", \"cgroup\": " + json_string(m.cg.path());
-  monitor_json += "}\n";
-  if (int e = write_file_atomic(dirfd, "monitor.json", monitor_json))
+  sup::ProcStat mst, cst;
+  if (!sup::read_proc_stat(self, &mst)) abort_started(root, EIO, "cannot read /proc/self/stat", m.cg);
+  if (!sup::read_proc_stat(root, &cst)) abort_started(root, EIO, "cannot read the command's /proc stat", m.cg);
+  sup::MonitorInfo info;
+  info.monitor_pid = self;
+  info.monitor_start = mst.starttime;
+  info.pid = root;
+  info.pid_start = cst.starttime;
+  info.started_at = started_at;
+  info.cgroup = m.cg.path();
+  if (int e = sup::write_file_atomic_at(dirfd, sup::kMonitorFile, sup::format_monitor(info)))
     abort_started(root, e, errmsg("cannot write monitor.json", e), m.cg);
-  if (go_fd >= 0) report("forked " + std::to_string(root));
+  if (go_fd >= 0) report(std::string(sup::kReportForked) + " " + std::to_string(root));
 
   // 6. Did the exec work?
   int child_err = 0;
@@ -438,7 +422,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   if (got > 0) {
     while (::waitpid(root, nullptr, 0) < 0 && errno == EINTR) {
     }
-    ::unlinkat(dirfd, "monitor.json", 0);  // nothing ran: no record of a start
+    ::unlinkat(dirfd, sup::kMonitorFile, 0);  // nothing ran: no record of a start
     int e = got == sizeof child_err ? child_err : EIO;
     std::string why = errmsg((std::string("cannot execute '") + args.argv[0] + "'").c_str(), e);
     if (e == ENOEXEC)
@@ -451,13 +435,13 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   }
   m.root = root;
 
-  report("ok " + std::to_string(root));
+  report(std::string(sup::kReportOk) + " " + std::to_string(root));
   ::dup2(devnull, 1);  // the launcher's read now sees EOF
   // After the report, off the start's path (a file created is 15-200 us on
   // ext4, bench/RESULTS.md): the log, so that output at the end (a last
   // line, then exit) does not pay for it; and the space exit.json needs.
   (void)relay.open_log();  // else tried again at the first output
-  if (int e = reserve_file(dirfd, "exit.json.tmp", 1024))
+  if (int e = sup::reserve_file(dirfd, (std::string(sup::kExitFile) + ".tmp").c_str(), 1024))
     diag("cannot reserve space for exit.json: %s", ::strerror(e));
   if (::chdir("/") != 0) {
     // Only to not pin the command's cwd; harmless if it fails.

@@ -1,6 +1,8 @@
 // sbxfs-monitor: shared declarations.
 // The on-disk contract is supervisor/FORMAT.md; main.cpp documents the
-// command line and the report protocol.
+// command line and the report protocol. What the daemon shares with the
+// monitor (the record files, /proc, cgroups, signal names, the clock, atomic
+// writes, the job protocol) is in the core library, sbx_core.
 #pragma once
 
 #include <sys/types.h>
@@ -9,50 +11,22 @@
 #include <cstdint>
 #include <string>
 
+#include "supervisor/atomic_write.hpp"
 #include "supervisor/cgroup.hpp"
 
 namespace sbxmon {
 
+using sup::write_all;
+
 // ---- util.cpp ---------------------------------------------------------------
-
-// Writes all of buf (retries short writes and EINTR). Returns 0 or an errno.
-int write_all(int fd, const void* buf, size_t len);
-
-// Writes NAME.tmp and renames it over NAME (no fsync: see util.cpp).
-// Returns 0 or an errno.
-int write_file_atomic(int dirfd, const char* name, const std::string& content);
-
-// Creates NAME filled with `size` blanks, so that a later
-// write_file_atomic() of the file whose tmp name is NAME finds its space
-// already allocated (exit.json must be writable even when the logs filled
-// the disk). Returns 0 or an errno.
-int reserve_file(int dirfd, const char* name, size_t size);
-
-// Current UTC time as "2026-11-29T22:15:47.123Z".
-std::string iso_now();
 
 // Short diagnostic on stderr, prefixed with "sbxfs-monitor[PID]: ".
 void diag(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
-// "SIGTERM" etc., "SIG<n>" when the C library has no name for it.
-std::string signal_name(int sig);
-
 // Parses a non-negative decimal that fits in uint64_t. False on junk.
 bool parse_u64(const char* s, uint64_t* out);
 
-// ---- proc_tree.cpp ----------------------------------------------------------
-
-struct ProcStat {
-  pid_t ppid = 0;
-  pid_t pgrp = 0;
-  unsigned long long starttime = 0;  // field 22
-};
-
-// Reads /proc/PID/stat. False when the process is gone or the file is odd.
-bool read_proc_stat(pid_t pid, ProcStat* out);
-
-// The kernel's oom_kill counter from /proc/vmstat; -1 when unavailable.
-long long read_oom_kill_count();
+// ---- signal_tree.cpp --------------------------------------------------------
 
 // Sends sig (then SIGCONT when also_cont) to the process group `group`
 // and to every live descendant of the calling process (itself excluded).

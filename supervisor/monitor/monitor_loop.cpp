@@ -9,6 +9,13 @@
 // the monitor never parented counts too.
 #include "monitor.hpp"
 
+#include "supervisor/clock.hpp"
+#include "supervisor/command_state.hpp"
+#include "supervisor/exit_record.hpp"
+#include "supervisor/monitor_ctl.hpp"
+#include "supervisor/proc_tree.hpp"
+#include "supervisor/signal_names.hpp"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -40,10 +47,12 @@ class Loop {
   // Requests.
   void read_ctl();
   void handle_ctl_line(std::string line);
-  void begin_term();
-  void begin_kill();
-  void kill_sweep();
+  // Feeds one event through the command's transition table and acts on it.
+  void on(sup::CommandEvent e);
+  void send_term();
+  void kill_sweep(bool first);
   void arm_kill_timer(uint64_t first_ms, uint64_t interval_ms);
+  void disarm_timeout();
   void send_signal(int sig);
 
   // Children.
@@ -51,14 +60,15 @@ class Loop {
   bool reap();  // true once no child is left (ECHILD)
   int finish();
 
+  // Why the command was asked to end: the first reason wins.
+  enum class Cause { none, requested, timeout };
+
   Monitor& m_;
+  sup::CommandState state_ = sup::CommandState::running;
+  Cause cause_ = Cause::none;
   bool root_reaped_ = false;
   int root_status_ = 0;
-  bool stop_requested_ = false;  // term/kill (ctl or a signal to the monitor)
-  bool timed_out_ = false;
-  bool stopping_ = false;  // SIGTERM sent, grace running (or later)
-  bool killing_ = false;   // SIGKILL sweeps running
-  bool sent_sigkill_ = false;
+  bool sent_sigkill_ = false;  // by a stop or a `signal 9`: such a SIGKILL is no oom kill
   int sweeps_ = 0;
   std::string ctl_buf_;
   bool ctl_skip_ = false;  // dropping an overlong line up to its newline
@@ -93,14 +103,12 @@ void Loop::handle_ctl_line(std::string line) {
   size_t start = line.find_first_not_of(" \t");
   if (start == std::string::npos) return;
   line.erase(0, start);
-  if (line == "term") {
-    stop_requested_ = true;
-    begin_term();
-  } else if (line == "kill") {
-    stop_requested_ = true;
-    begin_kill();
-  } else if (line.rfind("signal ", 0) == 0) {
-    std::string num = line.substr(7);
+  if (line == sup::kCtlTerm) {
+    on(sup::CommandEvent::stop_asked);
+  } else if (line == sup::kCtlKill) {
+    on(sup::CommandEvent::kill_asked);
+  } else if (line.rfind(sup::kCtlSignal, 0) == 0) {
+    std::string num = line.substr(std::string_view(sup::kCtlSignal).size());
     size_t s = num.find_first_not_of(' ');
     uint64_t sig = 0;
     if (s != std::string::npos && parse_u64(num.c_str() + s, &sig) && sig >= 1 && sig <= 64) {
@@ -132,13 +140,32 @@ void Loop::arm_kill_timer(uint64_t first_ms, uint64_t interval_ms) {
   ::timerfd_settime(m_.kill_tfd, 0, &its, nullptr);
 }
 
-void Loop::begin_term() {
-  if (stopping_) return;
-  stopping_ = true;
-  if (m_.timeout_tfd >= 0) {  // a stop in progress is not also a timeout
-    struct itimerspec off = {};
-    ::timerfd_settime(m_.timeout_tfd, 0, &off, nullptr);
+void Loop::disarm_timeout() {
+  if (m_.timeout_tfd < 0) return;  // a stop in progress is not also a timeout
+  struct itimerspec off = {};
+  ::timerfd_settime(m_.timeout_tfd, 0, &off, nullptr);
+}
+
+void Loop::on(sup::CommandEvent e) {
+  using sup::CommandEvent;
+  if (cause_ == Cause::none && (e == CommandEvent::stop_asked || e == CommandEvent::kill_asked))
+    cause_ = Cause::requested;
+  if (cause_ == Cause::none && e == CommandEvent::timed_out) cause_ = Cause::timeout;
+  const sup::Transition t = sup::transition(state_, e);
+  const bool was_killing = state_ == sup::CommandState::killing;
+  state_ = t.next;
+  switch (t.action) {
+    case sup::CommandAction::send_term: send_term(); break;
+    case sup::CommandAction::send_kill: kill_sweep(!was_killing); break;
+    case sup::CommandAction::none:
+    case sup::CommandAction::record_end: break;  // finish() writes the end
+    case sup::CommandAction::freeze:
+    case sup::CommandAction::thaw: break;        // the supervisor's (signal requests pass through)
   }
+}
+
+void Loop::send_term() {
+  disarm_timeout();
   if (!m_.cg.empty()) {
     m_.cg.freeze(false);  // a frozen member would not see its TERM
     m_.cg.signal_members(SIGTERM, true);
@@ -148,21 +175,12 @@ void Loop::begin_term() {
   arm_kill_timer(m_.grace_ms, 0);
 }
 
-void Loop::begin_kill() {
-  stopping_ = true;
-  if (m_.timeout_tfd >= 0) {
-    struct itimerspec off = {};
-    ::timerfd_settime(m_.timeout_tfd, 0, &off, nullptr);
-  }
-  kill_sweep();
-}
-
-void Loop::kill_sweep() {
+void Loop::kill_sweep(bool first) {
+  if (first) disarm_timeout();
   sent_sigkill_ = true;
   if (m_.cg.empty() || m_.cg.kill() != 0) signal_tree(m_.root, !root_reaped_, SIGKILL, false);
   ++sweeps_;
-  if (!killing_) {
-    killing_ = true;
+  if (first) {
     arm_kill_timer(100, 100);
   } else if (sweeps_ == kFastSweeps) {
     arm_kill_timer(1000, 1000);
@@ -179,8 +197,7 @@ void Loop::read_signals(bool* sigchld) {
       *sigchld = true;
     } else {
       // SIGTERM / SIGINT / SIGHUP to the monitor: same as a `term` request.
-      stop_requested_ = true;
-      begin_term();
+      on(sup::CommandEvent::stop_asked);
     }
   }
 }
@@ -205,6 +222,7 @@ bool Loop::reap() {
 }
 
 int Loop::finish() {
+  on(sup::CommandEvent::ended);
   m_.relay->drain(m_.out);
   m_.relay->drain(m_.err);
 
@@ -218,15 +236,15 @@ int Loop::finish() {
   if (cg_ooms) {
     oom = sig == SIGKILL && !sent_sigkill_ && *cg_ooms > 0;  // the kernel's count for this command
   } else if (sig == SIGKILL && !sent_sigkill_ && m_.oom_at_start >= 0) {
-    long long now = read_oom_kill_count();
+    long long now = sup::read_oom_kill_count();
     oom = now > m_.oom_at_start;
   }
   const char* reason = "exited";
   if (!root_reaped_) {
     reason = "unknown";  // cannot happen: ECHILD means the root was reaped
-  } else if (timed_out_) {
+  } else if (cause_ == Cause::timeout) {
     reason = "timedOut";
-  } else if (stop_requested_) {
+  } else if (cause_ == Cause::requested) {
     reason = "stopped";
   } else if (sig != 0) {
     reason = oom ? "oomKilled" : "killed";
@@ -234,17 +252,17 @@ int Loop::finish() {
   // Empty now: the record ends with its cgroup gone.
   if (!m_.cg.empty())
     if (int e = m_.cg.remove()) diag("cannot remove cgroup %s: %s", m_.cg.path().c_str(), ::strerror(e));
-  std::string sig_json = sig != 0 ? "\"" + signal_name(sig) + "\"" : std::string("null");
-  std::string finished = iso_now();
-  char json[512];
-  snprintf(json, sizeof json,
-           "{\"exitCode\": %d, \"signal\": %s, \"endReason\": \"%s\", \"timedOut\": %s, "
-           "\"finishedAt\": \"%s\", \"oom\": %s, \"outputLost\": %llu}\n",
-           exit_code, sig_json.c_str(), reason, timed_out_ ? "true" : "false", finished.c_str(),
-           oom ? "true" : "false", static_cast<unsigned long long>(m_.relay->log_lost()));
+  sup::ExitInfo e;
+  e.exit_code = exit_code;
+  if (sig != 0) e.signal = sup::signal_name(sig);
+  e.end_reason = reason;
+  e.timed_out = cause_ == Cause::timeout;
+  e.finished_at = sup::iso_now();
+  e.oom = oom;
+  e.output_lost = m_.relay->log_lost();
   int rc = 0;
-  if (int e = write_file_atomic(m_.dirfd, "exit.json", json)) {
-    diag("cannot write exit.json: %s", ::strerror(e));
+  if (int err = sup::write_file_atomic_at(m_.dirfd, sup::kExitFile, sup::format_exit(e))) {
+    diag("cannot write exit.json: %s", ::strerror(err));
     rc = 1;
   }
   // ctl stays: with no reader, a writer's non-blocking open gets ENXIO. An
@@ -281,14 +299,11 @@ int Loop::run() {
     if (ready(kCtl)) read_ctl();
     if (ready(kTimeout)) {
       uint64_t ticks;
-      if (::read(m_.timeout_tfd, &ticks, sizeof ticks) == sizeof ticks && !stopping_) {
-        timed_out_ = true;
-        begin_term();
-      }
+      if (::read(m_.timeout_tfd, &ticks, sizeof ticks) == sizeof ticks) on(sup::CommandEvent::timed_out);
     }
     if (ready(kKill)) {
       uint64_t ticks;
-      if (::read(m_.kill_tfd, &ticks, sizeof ticks) == sizeof ticks) kill_sweep();
+      if (::read(m_.kill_tfd, &ticks, sizeof ticks) == sizeof ticks) on(sup::CommandEvent::grace_over);
     }
     if (ready(kSig)) {
       bool sigchld = false;

@@ -5,19 +5,16 @@
 // The server is started once per supervisor and forks a ready monitor per
 // job instead (bench/RESULTS.md has the figures).
 //
-// Protocol (the supervisor side is supervisor/monitor_launcher.cpp):
-// fd 0 is a SOCK_SEQPACKET socket. Each job is one message whose payload is
-// kJobMagic and which carries three descriptors (SCM_RIGHTS): a stream
-// socket the job is read from, the report pipe that becomes the monitor's
-// stdout, and the go socket that becomes its stdin (the command reads one
-// byte from it before its exec: the supervisor first publishes the record). The job is a sequence of NUL-terminated strings:
-//   ARGC, ARGC monitor arguments (as on the command line, without argv[0]),
-//   ENVC, ENVC "KEY=VALUE" entries (the command's environment), CWD.
-// The forked monitor reads it, so a big job never stalls the server.
+// The job protocol is in supervisor/monitor_job.hpp; the command reads one
+// byte from the go socket before its exec (the supervisor first publishes
+// the record). The forked monitor reads the job, so a big job never stalls
+// the server.
 // EOF on fd 0 (the supervisor is gone) ends the server; the monitors it
 // forked live on, each in its own session, reaped by the kernel while the
 // server runs (SA_NOCLDWAIT) and by init or a subreaper afterwards.
 #include "monitor.hpp"
+
+#include "supervisor/monitor_job.hpp"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,39 +34,10 @@ namespace sbxmon {
 
 namespace {
 
-constexpr char kJobMagic[] = "sbxfs-monitor-job 1";
-
 void report_error(int fd, int err, const char* what) {
   char line[256];
   int n = snprintf(line, sizeof line, "err %d %s: %s\n", err, what, ::strerror(err));
   if (n > 0) (void)write_all(fd, line, static_cast<size_t>(n) < sizeof line ? static_cast<size_t>(n) : sizeof line - 1);
-}
-
-// Splits the job into its strings; false when it is not well-formed.
-bool parse_job(std::string& job, std::vector<char*>* args, std::vector<char*>* env, const char** cwd) {
-  std::vector<char*> parts;
-  size_t pos = 0;
-  while (pos < job.size()) {
-    size_t end = job.find('\0', pos);
-    if (end == std::string::npos) return false;
-    parts.push_back(job.data() + pos);
-    pos = end + 1;
-  }
-  size_t i = 0;
-  auto count = [&](size_t* n) {
-    uint64_t v = 0;
-    if (i >= parts.size() || !parse_u64(parts[i++], &v) || v > parts.size()) return false;
-    *n = static_cast<size_t>(v);
-    return true;
-  };
-  size_t argc = 0, envc = 0;
-  if (!count(&argc) || i + argc > parts.size()) return false;
-  args->assign(parts.begin() + static_cast<long>(i), parts.begin() + static_cast<long>(i + argc));
-  i += argc;
-  if (!count(&envc) || i + envc + 1 != parts.size()) return false;
-  env->assign(parts.begin() + static_cast<long>(i), parts.begin() + static_cast<long>(i + envc));
-  *cwd = parts[i + envc];
-  return true;
 }
 
 // In the forked child: becomes the monitor of one job.
@@ -92,12 +60,14 @@ bool parse_job(std::string& job, std::vector<char*>* args, std::vector<char*>* e
     if (n == 0) break;
     job.append(buf, static_cast<size_t>(n));
   }
-  std::vector<char*> args, env;
-  const char* cwd = nullptr;
-  if (!parse_job(job, &args, &env, &cwd)) {
+  sup::JobParts parts;
+  if (!sup::parse_job(job, &parts)) {
     report_error(1, EINVAL, "malformed job");
     ::_exit(1);
   }
+  const char* cwd = parts.cwd;
+  std::vector<char*>& args = parts.args;
+  std::vector<char*>& env = parts.env;
   if (::chdir(cwd) != 0) {
     int e = errno;
     std::string what = std::string("cannot change to '") + cwd + "'";
@@ -160,8 +130,8 @@ int serve() {
         fds.push_back(fd);
       }
     }
-    bool ok = fds.size() == 3 && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
-              static_cast<size_t>(n) == sizeof kJobMagic - 1 && ::memcmp(payload, kJobMagic, sizeof kJobMagic - 1) == 0;
+    bool ok = fds.size() == sup::kJobFds && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+              static_cast<size_t>(n) == sup::kJobMagicLen && ::memcmp(payload, sup::kJobMagic, sup::kJobMagicLen) == 0;
     if (ok) {
       pid_t pid = ::fork();
       if (pid == 0) run_job(fds[0], fds[1], fds[2]);

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto c = sup::parse_ready_condition(in); !c && c.error().message.empty()) std::abort();
   if (auto sig = sup::parse_signal(in); sig && (*sig < 1 || *sig > 64)) std::abort();
   (void)sup::validate_name(std::string(in));
-  for (const fsd::ParamFile& f : fsd::param_files()) {
+  for (const std::span<const fsd::ParamKey> keys : fsd::param_keys::all) {
+    const fsd::ParamFile f{fsd::ParamDir::record, "file", keys};
     auto p = fsd::parse_file_params(f.name, &f, in, fsd::ParamLimits{});
     if (!p && p.error().message.empty()) std::abort();
     if (p && p->canonical().size() > in.size()) std::abort();  // the canonical form never grows a name

@@ -50,7 +50,7 @@ TEST_F(BoxStepsTest, LatestShowsTheLastThirtyOldestFirst) {
   EXPECT_EQ(latest.front()["bgId"], "c10");
   EXPECT_EQ(latest.back()["bgId"], "c39");
   EXPECT_EQ(b->all().size(), 40u);
-  // Every field of the seed, null where it does not apply.
+  // Every field of a step, null where it does not apply.
   for (const char* k : {"at", "kind", "summary", "note", "bgId", "cwd", "client", "ms", "ok", "exitCode", "signal",
                         "timedOut", "error"})
     EXPECT_TRUE(latest.back().contains(k)) << k;

@@ -1,4 +1,4 @@
-// Request parsing: plain text, JSON with every DESIGN.md key, and every way
+// Request parsing: plain text, JSON with every request key of sbxfs.5, and every way
 // a request can be malformed (each an invalid_argument naming the problem).
 #include <algorithm>
 #include <cctype>
@@ -146,7 +146,7 @@ TEST(ParseJson, IntegerSecondsAreNumbers) {
   EXPECT_DOUBLE_EQ(r->stop_grace_sec, 1);
 }
 
-// DESIGN.md lists readyPort/readyLog/readyHttp as request keys; spec.hpp says
+// sbxfs.5 lists readyPort/readyLog/readyHttp as request keys; spec.hpp says
 // they are left to the caller. Either way they must not be "unknown keys".
 TEST(ParseJson, ReadyKeysAreNotRejected) {
   SBX_EXPECT_OK(parse_json_text(R"({"cmd": "x", "readyPort": 3000, "readyHttp": "/health"})"));

@@ -41,27 +41,7 @@
 
 namespace sup {
 // gtest prints Errc values by name.
-inline const char* errc_name(Errc c) {
-  switch (c) {
-    case Errc::invalid_argument: return "invalid_argument";
-    case Errc::not_found: return "not_found";
-    case Errc::not_a_directory: return "not_a_directory";
-    case Errc::permission_denied: return "permission_denied";
-    case Errc::not_a_program: return "not_a_program";
-    case Errc::already_exists: return "already_exists";
-    case Errc::busy: return "busy";
-    case Errc::too_big: return "too_big";
-    case Errc::name_too_long: return "name_too_long";
-    case Errc::try_again: return "try_again";
-    case Errc::too_many_files: return "too_many_files";
-    case Errc::no_such_process: return "no_such_process";
-    case Errc::io_error: return "io_error";
-    case Errc::no_space: return "no_space";
-    case Errc::interrupted: return "interrupted";
-    case Errc::timed_out: return "timed_out";
-  }
-  return "Errc(?)";
-}
+inline const char* errc_name(Errc c) { return errc_id(c); }
 inline void PrintTo(Errc c, std::ostream* os) { *os << errc_name(c); }
 }  // namespace sup
 

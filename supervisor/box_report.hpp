@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace fsd {
+namespace sup {
 
 /// {"1m": x, "5m": y, "15m": z}
 nlohmann::json load_json();
@@ -59,4 +59,4 @@ class WorkDirSizes {
   std::thread worker_;
 };
 
-}  // namespace fsd
+}  // namespace sup

@@ -1,4 +1,4 @@
-#include "fsd/step_store.hpp"
+#include "supervisor/step_store.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,26 +7,16 @@
 #include <fstream>
 #include <sstream>
 
-#include <fuse_log.h>
-
 #include "supervisor/clock.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/utf8.hpp"
 
-namespace fsd {
+namespace sup {
 
 namespace {
 
 constexpr std::size_t kMaxSteps = 1000;
 constexpr std::size_t kMaxName = 200;
-
-/// The length of the longest prefix of `s` of at most `max` bytes that does
-/// not cut a UTF-8 character.
-std::size_t text_prefix(std::string_view s, std::size_t max) {
-  if (s.size() <= max) return s.size();
-  while (max > 0 && (static_cast<unsigned char>(s[max]) & 0xC0) == 0x80) --max;
-  return max;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -97,7 +87,7 @@ sup::Status StepStore::apply_line(std::vector<Step>& steps, std::string_view lin
     if (steps.size() >= kMaxSteps)
       return sup::Error{sup::Errc::invalid_argument, "more than 1000 steps in one command"};
     Step s;
-    s.name = std::string(name.substr(0, text_prefix(name, kMaxName)));
+    s.name = std::string(sup::utf8_head(name, kMaxName));
     s.started_at = sup::iso_now();
     s.start_ms = sup::now_ms();
     steps.push_back(std::move(s));
@@ -123,13 +113,13 @@ sup::Status StepStore::apply_line(std::vector<Step>& steps, std::string_view lin
   return sup::Error{sup::Errc::invalid_argument, "write 'start NAME' or 'end [EXITCODE]'"};
 }
 
-void StepStore::save(const sup::CommandStatus& st, const std::vector<Step>& steps) {
+void StepStore::save(const sup::CommandStatus& st, const std::vector<Step>& steps) const {
   const std::string file = file_of(st);
   if (file.empty()) return;
   nlohmann::json saved = dump(steps, true);
   for (std::size_t i = 0; i < steps.size(); ++i) saved[i]["startMs"] = steps[i].start_ms;
   if (const sup::Status ok = sup::write_file_atomic(file, saved.dump() + "\n", false); !ok)
-    fuse_log(FUSE_LOG_ERR, "sbxfs: cannot save %s: %s\n", file.c_str(), ok.error().message.c_str());
+    if (warn_) warn_("cannot save " + file + ": " + ok.error().message);
 }
 
 nlohmann::json StepStore::dump(const std::vector<Step>& steps, bool command_running) {
@@ -154,4 +144,4 @@ nlohmann::json StepStore::to_json(const sup::CommandStatus& st) {
   return dump(run_of(st), st.running);
 }
 
-}  // namespace fsd
+}  // namespace sup

@@ -4,6 +4,7 @@
 // memory and in the record's folder of the state directory (steps.json next
 // to its logs), so they outlive a restart of the daemon. Thread-safe.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -16,10 +17,14 @@
 #include "supervisor/command_status.hpp"
 #include "supervisor/error.hpp"
 
-namespace fsd {
+namespace sup {
 
 class StepStore {
  public:
+  /// Where a failure to save goes (the daemon's log); may be empty.
+  using Warn = std::function<void(const std::string& message)>;
+  explicit StepStore(Warn warn = {}) : warn_(std::move(warn)) {}
+
   /// Applies the lines of one write: `start NAME` opens a step, `end [EXITCODE]`
   /// closes the latest open one. Times are taken here, at arrival. A line that
   /// is not UTF-8 text, or not one of these, is an invalid_argument error and
@@ -44,12 +49,13 @@ class StepStore {
   /// One line (trimmed, not empty) applied to `steps`, or why not (nothing changed).
   static sup::Status apply_line(std::vector<Step>& steps, std::string_view line);
   /// Writes `steps` to the record's steps.json in the state directory.
-  static void save(const sup::CommandStatus& st, const std::vector<Step>& steps);
+  void save(const sup::CommandStatus& st, const std::vector<Step>& steps) const;
   static std::string file_of(const sup::CommandStatus& st);
   static nlohmann::json dump(const std::vector<Step>& steps, bool command_running);
 
+  const Warn warn_;
   std::mutex mu_;
   std::map<std::string, std::vector<Step>> runs_;  // guarded by mu_; key: bgId + "@" + startedAt
 };
 
-}  // namespace fsd
+}  // namespace sup

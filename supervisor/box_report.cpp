@@ -1,4 +1,4 @@
-#include "fsd/box_report.hpp"
+#include "supervisor/box_report.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -15,7 +15,7 @@
 
 #include "supervisor/clock.hpp"
 
-namespace fsd {
+namespace sup {
 
 namespace {
 
@@ -210,4 +210,4 @@ void WorkDirSizes::run() {
   }
 }
 
-}  // namespace fsd
+}  // namespace sup

@@ -1,0 +1,107 @@
+#pragma once
+// The table of the tree's files: for each kind of file, where its name is,
+// its mode, how it is opened, the keys its name may carry (`FILE,KEYS`),
+// how long the kernel may cache it and what its st_size says. Everything
+// else (lookup, listings, attributes, open, names with parameters) reads
+// this table, so adding a file to the tree is a Kind (inode.hpp), one row
+// in tree_file.cpp and one handler file that defines its opener.
+#include <memory>
+#include <span>
+#include <string_view>
+#include <sys/stat.h>
+
+#include "fsd/file_params.hpp"
+#include "fsd/inode.hpp"
+
+namespace fsd {
+
+class Filesystem;
+class Handle;
+struct Node;
+struct Requester;
+
+/// What open(2) asked for, as an opener sees it.
+struct OpenRequest {
+  const Requester& who;  ///< its client is loaded when the row says reads_client
+  int flags;             ///< open(2)'s flags (the access mode was checked against the row's mode)
+};
+
+/// Makes the open file of `node`; null when it cannot be opened (EIO).
+using Opener = std::unique_ptr<Handle> (*)(Filesystem& fs, const Node& node, const OpenRequest& req);
+
+/// Where a file's name is.
+enum class Place {
+  root,     ///< a fixed name at the root
+  record,   ///< a fixed name in every procs/ID/
+  procs,    ///< procs/ID itself, named by a bgId
+  logs,     ///< logs/ID.log
+  unnamed,  ///< the root itself; scratch files (named by their writers)
+};
+
+/// What st_size shows.
+enum class Size {
+  zero,     ///< 0: the text is made at open (procfs style, read to EOF)
+  readme,   ///< the README's length
+  backing,  ///< the state directory's file behind it (log_path): real size, mtime and a big st_blksize
+};
+
+struct TreeFile {
+  Kind kind;
+  Place place;
+  std::string_view name = {};           ///< for Place::root and Place::record
+  mode_t mode;                          ///< type and permission bits
+  Opener open = nullptr;                ///< null for a directory
+  std::span<const ParamKey> keys = {};  ///< the keys its name may carry; empty: none
+  double entry_timeout = 1.0;           ///< seconds the kernel may keep its name
+  double attr_timeout = 1.0;            ///< seconds the kernel may keep its attributes
+  bool reads_client = false;            ///< its answer says `mine`: open loads the reader's SBX_CLIENT
+  Size size = Size::zero;
+};
+
+/// Every row, in listing order.
+std::span<const TreeFile> tree_files();
+/// The row of `kind` (every kind has one).
+const TreeFile& tree_file(Kind kind);
+/// The file named `name` at `place` (root or record); null when there is none.
+const TreeFile* tree_file(Place place, std::string_view name);
+
+/// st_mode of a kind of file.
+inline mode_t mode_of(Kind kind) { return tree_file(kind).mode; }
+
+// The openers, one handler file each (named after the file).
+/// README: plain-text usage built from the configuration.
+std::unique_ptr<Handle> open_readme(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// cmd and procs/ID/cmd: writes accumulate into a request that is started in
+/// the write (or flush) that completes it; reads give the answer. Opened
+/// O_WRONLY, a close with nothing written is an empty request (EINVAL).
+std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// status.json of the supervisor and of one command (snapshot at open).
+std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// errors: the ErrorLog (snapshot at open).
+std::unique_ptr<Handle> open_errors(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// steps.json at the root: every kept step of the box (snapshot at open).
+std::unique_ptr<Handle> open_box_steps(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// log, stdout, stderr and logs/ID.log: preads of the state directory's
+/// files, with their real size.
+std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// tail: the last 4096 bytes of log (tail,tailBytes=N: N), masked (snapshot at open).
+std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// wait: a read blocks (parked) until the command ended or the cap ran out.
+std::unique_ptr<Handle> open_wait(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// ready: write a readiness condition; a read blocks until ready (or ended, or the cap).
+std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// output: a read blocks like `wait`, then answers stdout, stderr (each
+/// capped at output_max, its end kept), exit code and duration as JSON.
+std::unique_ptr<Handle> open_output(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// steps: takes `start NAME` / `end [EXITCODE]` lines (sbx-step writes them).
+std::unique_ptr<Handle> open_steps(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// procs/ID/steps.json: the steps (snapshot at open).
+std::unique_ptr<Handle> open_steps_json(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// stop: a write stops the whole tree and returns when it is gone.
+std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// signal: a write sends a signal (number or name) to the whole tree.
+std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// A scratch file (scratch_file.cpp; O_TRUNC honoured); null when it is gone.
+std::unique_ptr<Handle> open_scratch(Filesystem& fs, const Node& node, const OpenRequest& req);
+
+}  // namespace fsd

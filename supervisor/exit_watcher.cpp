@@ -1,0 +1,208 @@
+// Watching running commands: the log grows, exit.json appears, the monitor goes (pidfd), and what is left when it went without a word.
+#include "supervisor/supervisor_impl.hpp"
+
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "supervisor/files.hpp"
+#include "supervisor/log_limit.hpp"
+#include "supervisor/orphan_sweep.hpp"
+#include "supervisor/proc_tree.hpp"
+
+namespace sup {
+
+void Supervisor::Impl::watch_log(Record& r) {
+  const int wd = ::inotify_add_watch(inotify.get(), (dir_of(r.id) + "/log").c_str(), IN_MODIFY);
+  if (wd >= 0) {
+    r.log_wd = wd;
+    wd_ids[wd] = r.id;
+  }
+}
+
+void Supervisor::Impl::watch_running(Record& r) {
+  std::string id = r.id;
+  const std::string log = dir_of(id) + "/log";
+  // The end is known when exit.json is renamed into place, a little before
+  // the monitor itself has exited (the pidfd below still catches a monitor
+  // that dies without writing it). The folder first: the monitor creates
+  // `log` just after the start is reported, and its IN_CREATE then adds the
+  // log's watch if the log was not there yet.
+  int dwd = ::inotify_add_watch(inotify.get(), dir_of(id).c_str(), IN_MOVED_TO | IN_CREATE | IN_ONLYDIR);
+  if (dwd >= 0) {
+    r.dir_wd = dwd;
+    dir_wd_ids[dwd] = id;
+  }
+  watch_log(r);
+  if (dropped_bytes(dir_of(id))) r.truncated = true;  // created before the watch
+  // Output written before the watch existed is announced too.
+  struct stat st{};
+  if (::stat(log.c_str(), &st) == 0 && st.st_size > 0) emit(Event::Kind::output, id);
+  int fd = open_pidfd(r.monitor.monitor_pid);
+  // Out of file descriptors is no end: the exit.json watch still tells it.
+  if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM) && r.dir_wd >= 0) return;
+  if (fd < 0 || process_start_time(r.monitor.monitor_pid) != r.monitor.monitor_start) {
+    if (fd >= 0) ::close(fd);
+    loop->post([this, id] { on_monitor_exit(id); });  // gone already
+    return;
+  }
+  r.pidfd.reset(fd);
+  loop->watch(fd, [this, id] { on_monitor_exit(id); });
+}
+
+void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo* m,
+                                      const std::vector<std::string>& env_marks) {
+  // The monitor is gone without a word: don't leave its command behind
+  // unseen. Its relay is gone too, so the command can only be ended.
+  std::size_t killed = 0;
+  if (m && !m->cgroup.empty()) {
+    // Every member, however far it went (setsid, double forks, a new environment).
+    const Cgroup cg(m->cgroup);
+    killed = cg.members().size();
+    cg.kill();
+    cg.wait_empty(std::chrono::seconds(10));
+    cg.remove();
+  } else if (m && m->pid > 0) {
+    killed = kill_orphaned_tree(m->pid, m->pid_start, env_marks);
+  }
+  const std::string note = "its monitor" + (m ? " (pid " + std::to_string(m->monitor_pid) + ")" : std::string()) +
+                           " ended without recording how the command ended; " + std::to_string(killed) +
+                           " process(es) left of the command were killed";
+  ExitInfo e;
+  e.exit_code = -1;
+  e.end_reason = "unknown";
+  e.finished_at = iso_now();
+  e.end_note = note;
+  (void)write_file_atomic(dir + "/" + kExitFile, format_exit(e));
+}
+
+void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
+  std::string dir = dir_of(id);
+  MonitorInfo m;
+  std::vector<std::string> marks;
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it == records.end() || !is_running(it->second.state)) return;
+    if (it->second.scanning && !scanned) return;  // the scan's end calls again
+    m = it->second.monitor;
+    marks = env_marks(it->second);
+  }
+  // A command that ended before its probe ran still gets its log checked.
+  if (!scanned && !probes.count(id)) start_probe(id);
+  if (auto pr = probes.find(id); pr != probes.end()) {
+    auto probe = pr->second;  // finish() may mark ready, which erases it later
+    probe->finish();
+    probes.erase(id);
+  }
+  reader_probes->finish(id);
+  auto text = read_file(dir + "/exit.json");
+  if ((!text.ok() || !text.value()) && !scanned) {
+    // Its processes are looked for in /proc: on the worker pool, not here.
+    {
+      std::lock_guard g(mu);
+      auto it = records.find(id);
+      if (it == records.end()) return;
+      it->second.scanning = true;
+      if (it->second.pidfd) loop->unwatch(it->second.pidfd.get());  // readable until closed
+    }
+    work->post([this, id, dir, m, marks] {
+      finish_unknown(dir, &m, marks);
+      loop->post([this, id] { on_monitor_exit(id, true); });
+    });
+    return;
+  }
+  const std::optional<std::uint64_t> dropped = dropped_bytes(dir);  // final: the monitor is done
+  ExitInfo info;
+  std::optional<Error> err;
+  if (text.ok() && text.value()) {
+    auto e = parse_exit(*text.value());
+    if (e) info = e.value();
+    else err = e.error();
+  } else {
+    info.exit_code = -1;
+    info.end_reason = "unknown";
+    info.finished_at = iso_now();
+  }
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it == records.end() || has_ended(it->second.state)) return;
+    Record& r = it->second;
+    if (r.pidfd) loop->unwatch(r.pidfd.get());
+    r.pidfd.reset();
+    if (r.log_wd >= 0) {
+      ::inotify_rm_watch(inotify.get(), r.log_wd);
+      wd_ids.erase(r.log_wd);
+      r.log_wd = -1;
+    }
+    if (r.dir_wd >= 0) {
+      ::inotify_rm_watch(inotify.get(), r.dir_wd);
+      dir_wd_ids.erase(r.dir_wd);
+      r.dir_wd = -1;
+    }
+    r.state = transition(r.state, err ? CommandEvent::unreadable : CommandEvent::ended).next;
+    r.exit = info;
+    if (dropped) {
+      r.truncated = true;
+      r.dropped = *dropped;
+    }
+    if (err) r.error = err;
+    --running;
+    if (--active_by_uid[r.owner_uid] == 0) active_by_uid.erase(r.owner_uid);
+    note_ended(r);
+  }
+  cpu.forget(id);
+  // The monitor removes the cgroup before its exit.json; one it could not remove goes now.
+  if (!m.cgroup.empty() && Cgroup(m.cgroup).exists())
+    work->post([cg = Cgroup(m.cgroup)] {
+      cg.kill();
+      cg.wait_empty(std::chrono::seconds(10));
+      cg.remove();
+    });
+  changed.notify_all();
+  // The last output may have been written just before the exit.
+  dispatch(Event{Event::Kind::output, id});
+  dispatch(Event{Event::Kind::ended, id});
+  prune();  // after the news: a reader told of the end may still find the record
+}
+
+void Supervisor::Impl::on_inotify() {
+  alignas(inotify_event) char buf[8192];
+  std::set<std::string> grown, exited;
+  for (;;) {
+    ssize_t n = ::read(inotify.get(), buf, sizeof buf);
+    if (n <= 0) break;
+    std::lock_guard g(mu);
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(p);
+      if (auto it = wd_ids.find(ev->wd); it != wd_ids.end()) {
+        grown.insert(it->second);
+      } else if (auto d = dir_wd_ids.find(ev->wd); d != dir_wd_ids.end() && ev->len > 0) {
+        if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, "exit.json") == 0) exited.insert(d->second);
+        if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "dropped") == 0)
+          if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
+        if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "log") == 0) {
+          if (auto rec = records.find(d->second); rec != records.end() && !has_ended(rec->second.state)) watch_log(rec->second);
+          struct stat st {};  // written before its watch? (empty: no news)
+          if (::stat((dir_of(d->second) + "/log").c_str(), &st) == 0 && st.st_size > 0) grown.insert(d->second);
+        }
+      }
+      p += sizeof(inotify_event) + ev->len;
+    }
+  }
+  for (auto& id : grown) {
+    if (auto pr = probes.find(id); pr != probes.end()) {
+      auto probe = pr->second;
+      probe->output();
+    }
+    reader_probes->output(id);
+    dispatch(Event{Event::Kind::output, id});
+  }
+  for (auto& id : exited) on_monitor_exit(id);
+}
+
+}  // namespace sup

@@ -1,0 +1,29 @@
+#pragma once
+// monitor.json, who runs a command (FORMAT.md): written by the monitor once
+// the command is forked, read by the supervisor. pid + start time name a
+// process even after pid reuse. A file that does not parse is an io_error
+// naming it, never an exception.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "supervisor/error.hpp"
+
+namespace sup {
+
+/// The record's file name in a command's folder.
+inline constexpr const char* kMonitorFile = "monitor.json";
+
+struct MonitorInfo {
+  pid_t monitor_pid = 0, pid = 0;
+  std::uint64_t monitor_start = 0, pid_start = 0;  ///< field 22 of /proc/PID/stat
+  std::string started_at;
+  std::string cgroup;  ///< the command's cgroup; empty: tracked as a process tree
+};
+
+/// The file's text, one line.
+std::string format_monitor(const MonitorInfo& m);
+Result<MonitorInfo> parse_monitor(const std::string& text);
+
+}  // namespace sup

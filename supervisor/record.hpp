@@ -1,0 +1,64 @@
+#pragma once
+// One command's record as the supervisor keeps it in its table (the
+// supervisor's lock guards it); callers only ever see CommandStatus copies.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "supervisor/command_state.hpp"
+#include "supervisor/error.hpp"
+#include "supervisor/exit_record.hpp"
+#include "supervisor/monitor_record.hpp"
+#include "supervisor/ready_condition.hpp"
+#include "supervisor/spec.hpp"
+#include "supervisor/unique_fd.hpp"
+
+namespace sup {
+
+struct Record {
+  std::string id;
+  std::optional<StartSpec> spec;
+  std::optional<Error> error;
+  uid_t owner_uid = 0;
+  pid_t owner_sid = 0;
+  MonitorInfo monitor;
+  /// Where its life is (command_state.hpp): empty, running, exited or error.
+  CommandState state = CommandState::running;
+  ExitInfo exit;
+  UniqueFd pidfd;
+  int log_wd = -1;   // inotify: the log grew
+  int dir_wd = -1;   // inotify: exit.json appeared, `dropped` was created
+  bool truncated = false;        // `dropped` exists: output past log_max
+  std::uint64_t dropped = 0;     // its size, once ended (while running: read live)
+  std::optional<ReadyCondition> ready_cond;
+  bool ready = false;
+  std::string ready_at;
+  bool scanning = false;  // its monitor left no exit.json: /proc is being searched for what is left
+};
+
+/// What a record shows: its state, or error when a file of it cannot be read
+/// (also while its command still runs, its monitor.json torn).
+inline CommandState shown_state(const Record& r) { return r.error ? CommandState::error : r.state; }
+
+/// A signal, a readiness condition or a probe needs a running command.
+inline Status check_started(const std::string& id, const Record& r) {
+  if (r.state == CommandState::empty) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
+  if (has_ended(r.state)) return Error{Errc::no_such_process, "'" + id + "' has ended"};
+  return Ok{};
+}
+
+/// What in a process's environment marks it as one of `r`'s: SBX_BGID and
+/// the request's env overlay (the daemon's SBX_MOUNT names its mount).
+/// Empty without an overlay: SBX_BGID alone is not unique across daemons.
+inline std::vector<std::string> env_marks(const Record& r) {
+  if (!r.spec || r.spec->env.empty()) return {};
+  std::vector<std::string> marks = {"SBX_BGID=" + r.id};
+  for (const auto& [k, v] : r.spec->env)
+    if (!r.spec->secret_env.count(k)) marks.push_back(k + "=" + v);
+  return marks;
+}
+
+}  // namespace sup

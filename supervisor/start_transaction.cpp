@@ -1,0 +1,422 @@
+// A start, from its claim to its outcome: staging folder, job, reports, publish, commit or undo.
+#include "supervisor/supervisor_impl.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <future>
+
+#include <nlohmann/json.hpp>
+
+#include "supervisor/auto_id.hpp"
+#include "supervisor/cgroup_limits.hpp"
+#include "supervisor/executable_check.hpp"
+#include "supervisor/files.hpp"
+#include "supervisor/monitor_job.hpp"
+#include "supervisor/proc_tree.hpp"
+#include "supervisor/utf8.hpp"
+
+extern char** environ;
+
+namespace sup {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxInlineScript = 100 * 1024;
+
+}  // namespace
+
+Error interrupted_error() { return Error{Errc::interrupted, "the start was interrupted: nothing was started"}; }
+Error shutting_down_error() { return Error{Errc::io_error, "the supervisor is shutting down: nothing was started"}; }
+
+/// A start between its claim and its outcome (start_async). Made on the
+/// caller's thread; once handed to the event loop, touched only there.
+struct Supervisor::Impl::Starting {
+  std::uint64_t token = 0;
+  std::string id;
+  StartSpec spec;
+  bool replacing = false;   // a named slot or ended command of that name is replaced
+  std::string old_script;   // the replaced record's script file
+  std::string tmp_dir, final_dir;
+  std::unique_ptr<PendingLaunch> launch;
+  bool let_go = false;      // the command may have exec'd: giving up means killing it
+  bool published = false;   // the record is listed
+  MonitorInfo monitor;      // from monitor.json, once published
+  Cgroup cg;                // the command's cgroup, made before the monitor starts; empty: none
+  std::uint64_t timer = 0;  // the current report's deadline
+  StartDone done;
+  std::atomic<bool> stop_asked{false};
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+};
+
+void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone done, std::stop_token stop) {
+  Impl& I = *impl_;
+  if (stop.stop_requested()) return done(Error{Errc::interrupted, "the start was interrupted before it began"});
+  auto s = std::make_shared<Impl::Starting>();
+  s->spec = spec_in;
+  StartSpec& spec = s->spec;
+  if (spec.shell.has_value() == !spec.argv.empty())
+    return done(Error{Errc::invalid_argument, "give exactly one of argv and a shell command"});
+  if (spec.shell && spec.shell->find_first_not_of(" \t\r\n") == std::string::npos)
+    return done(Error{Errc::invalid_argument, "the command is empty"});
+  auto argv = spec.effective_argv();
+  if (argv.empty() || argv[0].empty()) return done(Error{Errc::invalid_argument, "the command is empty"});
+  if (spec.cwd.empty() || spec.cwd[0] != '/')
+    return done(Error{Errc::invalid_argument, "cwd must be an absolute path (got '" + spec.cwd + "')"});
+  // The record is JSON, which holds text only: a working directory whose
+  // name is not UTF-8 (the writer's, by default) cannot be recorded.
+  if (auto why = why_not_text(spec.cwd))
+    return done(Error{Errc::invalid_argument, "cwd is not text (" + *why + "): give a \"cwd\" in a JSON request"});
+  struct stat st{};
+  if (::stat(spec.cwd.c_str(), &st) != 0) return done(error_from_errno(errno, "cwd '" + spec.cwd + "'"));
+  if (!S_ISDIR(st.st_mode)) return done(Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"});
+  if (spec.timeout_sec && *spec.timeout_sec <= 0) return done(Error{Errc::invalid_argument, "timeoutSec must be > 0"});
+  if (spec.stop_grace_sec < 0) return done(Error{Errc::invalid_argument, "stopGraceSec must be >= 0"});
+  if (!spec.name.empty())
+    if (auto v = validate_name(spec.name); !v) return done(v.error());
+  if (spec.limits)
+    if (auto why = limits_refused(*spec.limits, I.cgroups ? &*I.cgroups : nullptr, I.no_cgroup))
+      return done(Error{Errc::invalid_argument, *why});
+
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (auto& [k, v] : spec.env) env[k] = v;
+  for (auto& [k, v] : spec.secret_env) env[k] = v;
+  if (auto v = check_executable(argv[0], spec.cwd, env.count("PATH") ? env["PATH"] : ""); !v) return done(v.error());
+
+  // Claim the id (and a place under max_running). `done` runs without the lock.
+  std::string& id = s->id;
+  if (std::optional<Error> refused = I.claim(*s, mode)) return done(std::move(*refused));
+
+  s->final_dir = I.dir_of(id);
+  // A name of its own for each attempt: a monitor of an earlier start of
+  // this name that was given up (and resumes late) cannot find this folder.
+  s->tmp_dir = I.start_dir(id) + "~" + std::to_string(s->token);
+  auto fail_early = [&](Error e) {
+    if (!s->cg.empty()) s->cg.remove();
+    remove_tree(s->tmp_dir);
+    if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
+    I.unreserve(id, spec.requester_uid);
+    done(std::move(e));
+  };
+  if (::mkdir(s->tmp_dir.c_str(), 0700) != 0) {
+    int e = errno;
+    I.unreserve(id, spec.requester_uid);
+    return done(error_from_errno(e, "mkdir " + s->tmp_dir));
+  }
+  json sj = spec_to_json(spec);
+  sj["bgId"] = id;
+  std::string spec_text;
+  try {
+    spec_text = sj.dump() + "\n";
+  } catch (const json::exception& e) {  // a string that is not UTF-8, from a library caller
+    return fail_early(Error{Errc::invalid_argument, std::string("the request cannot be recorded: ") + e.what()});
+  }
+  if (auto w = write_file_atomic(s->tmp_dir + "/spec.json", spec_text); !w) return fail_early(w.error());
+
+  // One exec argument may hold at most 128 KiB (MAX_ARG_STRLEN): longer
+  // shell text runs from a file, kept until the record is removed.
+  if (spec.shell && spec.shell->size() > kMaxInlineScript) {
+    std::string scripts = I.opts.state_dir + "/scripts";
+    std::string file = scripts + "/" + id + "-" + std::to_string(Clock::now().time_since_epoch().count()) + ".sh";
+    Status w = make_dirs(scripts, 0700);
+    if (w) w = write_file_atomic(file, *spec.shell, false);
+    if (!w) return fail_early(w.error());
+    spec.script_file = file;
+    argv = spec.effective_argv();
+    sj = spec_to_json(spec);
+    sj["bgId"] = id;
+    (void)write_file_atomic(s->tmp_dir + "/spec.json", sj.dump() + "\n");
+  }
+  env["SBX_BGID"] = id;
+  MonitorLaunch l;
+  l.record_dir = s->tmp_dir;
+  l.argv = argv;
+  l.env = std::move(env);
+  l.cwd = spec.cwd;
+  l.timeout_sec = spec.timeout_sec.value_or(0);
+  l.grace_sec = spec.stop_grace_sec;
+  l.log_max = I.opts.log_max;
+  l.run_as = spec.run_as;
+  if (I.cgroups) {
+    // Made (with its limits) before the monitor exists: the command joins it
+    // between fork and exec, so none of its processes ever runs outside.
+    const std::string name = "cmd-" + id + "-" + std::to_string(s->token);
+    if (int e = create_command_cgroup(*I.cgroups, name, &s->cg))
+      return fail_early(error_from_errno(e, "cannot create the cgroup " + I.cgroups->subtree + "/" + name));
+    if (spec.limits)
+      if (Status st = apply_limits(s->cg, *spec.limits); !st) return fail_early(st.error());
+    l.cgroup = s->cg.path();
+  }
+  auto begun = I.launcher->begin(l);
+  if (!begun) return fail_early(begun.error());
+  s->launch = std::move(begun.value());
+  s->done = std::move(done);
+
+  // A stop from now on is seen by start_begin (the flag) or fails the
+  // start on the loop (a start_fail posted before start_begin finds nothing).
+  Impl::Starting* raw = s.get();
+  s->on_stop.emplace(std::move(stop), std::function<void()>([&I, raw, token = s->token] {
+                       raw->stop_asked = true;
+                       I.loop->post([&I, token] { I.start_fail(token, interrupted_error()); });
+                     }));
+  // From here on the event loop drives it.
+  I.loop->post([&I, s] { I.start_begin(s); });
+}
+
+std::optional<Error> Supervisor::Impl::claim(Starting& s, StartMode mode) {
+  std::lock_guard g(mu);
+  const StartSpec& spec = s.spec;
+  if (closing) return Error{Errc::io_error, "the supervisor is shutting down"};
+  if (opts.max_running > 0 && running + starting >= opts.max_running)
+    return Error{Errc::try_again, std::to_string(running + starting) +
+                                      " commands are running, the most allowed at once (max_running=" +
+                                      std::to_string(opts.max_running) + "): stop one or wait for one to end"};
+  if (opts.max_running_per_user > 0) {
+    const auto mine = active_by_uid.find(spec.requester_uid);
+    const std::size_t n = mine == active_by_uid.end() ? 0 : mine->second;
+    if (n >= opts.max_running_per_user)
+      return Error{Errc::try_again, "uid " + std::to_string(spec.requester_uid) + " runs " + std::to_string(n) +
+                                        " commands, the most one user may run at once (max_running_per_user=" +
+                                        std::to_string(opts.max_running_per_user) +
+                                        "): stop one or wait for one to end"};
+  }
+  if (!spec.name.empty()) {
+    s.id = spec.name;
+    if (reserved.count(s.id)) return Error{Errc::busy, "'" + s.id + "' is being started"};
+    auto it = records.find(s.id);
+    if (it != records.end()) {
+      if (mode == StartMode::new_only) return Error{Errc::already_exists, "the name '" + s.id + "' is already in use"};
+      if (is_running(it->second.state)) return Error{Errc::busy, "'" + s.id + "' is running"};
+      s.replacing = true;
+      if (it->second.spec) s.old_script = it->second.spec->script_file;
+    }
+  } else {
+    do {
+      s.id = format_auto_id(counter++);
+    } while (records.count(s.id) || reserved.count(s.id));
+  }
+  reserved.insert(s.id);
+  ++starting;
+  ++active_by_uid[spec.requester_uid];
+  s.token = next_start++;
+  return std::nullopt;
+}
+
+void Supervisor::Impl::unreserve(const std::string& id, uid_t owner) {
+  std::lock_guard g(mu);
+  reserved.erase(id);
+  --starting;
+  if (--active_by_uid[owner] == 0) active_by_uid.erase(owner);
+}
+
+void Supervisor::Impl::start_begin(const std::shared_ptr<Starting>& s) {
+  const std::uint64_t token = s->token;
+  starts.emplace(token, s);
+  if (s->stop_asked) return start_fail(token, interrupted_error());
+  bool closing_now = false;
+  {
+    std::lock_guard g(mu);
+    closing_now = closing;  // cancel_starts() ran before this start reached the loop
+  }
+  if (closing_now) return start_fail(token, shutting_down_error());
+  loop->watch(s->launch->report_fd(), [this, token] { start_report(token); });
+  if (const int job = s->launch->job_fd(); job >= 0) {
+    loop->watch(
+        job,
+        [this, token, job] {
+          auto it = starts.find(token);
+          if (it == starts.end() || !it->second->launch->send_job()) return;
+          loop->unwatch(job);
+          it->second->launch->end_job();
+        },
+        true);
+  }
+  arm_start_timer(*s, kReportForked);
+}
+
+void Supervisor::Impl::arm_start_timer(Starting& s, const char* report) {
+  if (s.timer) loop->cancel_timer(s.timer);
+  const std::uint64_t token = s.token;
+  const auto limit = opts.start_timeout;
+  s.timer = loop->add_timer(Clock::now() + limit, [this, token, limit, what = std::string(report)] {
+    auto it = starts.find(token);
+    if (it == starts.end()) return;
+    it->second->timer = 0;
+    start_fail(token, Error{Errc::timed_out, "the command's monitor did not report '" + what + "' within " +
+                                                 std::to_string(limit.count()) + " ms: nothing was started"});
+  });
+}
+
+void Supervisor::Impl::start_report(std::uint64_t token) {
+  auto it = starts.find(token);
+  if (it == starts.end()) return;
+  Starting& s = *it->second;
+  while (std::optional<std::string> line = s.launch->next_line()) {
+    if (!s.let_go) {
+      auto forked = PendingLaunch::parse(*line, kReportForked);
+      if (!forked) return start_fail(token, forked.error());
+      if (Status st = start_publish(s, forked.value()); !st) return start_fail(token, st.error());
+      s.let_go = true;
+      arm_start_timer(s, kReportOk);
+      s.launch->go();
+      continue;
+    }
+    auto ok = PendingLaunch::parse(*line, kReportOk);
+    if (!ok) {
+      // Only the monitor's own "err" report says that nothing runs; EOF or
+      // garbage (a monitor killed after the go) may leave an exec'd
+      // command, which giving up must then kill.
+      if (line->rfind(std::string(kReportErr) + " ", 0) == 0) s.let_go = false;
+      return start_fail(token, ok.error());
+    }
+    return start_commit(token);
+  }
+}
+
+Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
+  // Published (folder renamed, record listed) once the command is forked
+  // and before it may exec: a command that looks at its own record at once
+  // (sbx-step, cat procs/$SBX_BGID/status.json) finds it.
+  if (!s.old_script.empty()) ::unlink(s.old_script.c_str());
+  if (s.replacing) {
+    std::string del = deletion_dir();
+    if (::rename(s.final_dir.c_str(), del.c_str()) == 0) work->post([del] { remove_tree(del); });
+  }
+  if (::rename(s.tmp_dir.c_str(), s.final_dir.c_str()) != 0) return error_from_errno(errno, "rename " + s.tmp_dir);
+  MonitorInfo m;
+  if (auto mt = read_file(s.final_dir + "/monitor.json"); mt.ok() && mt.value()) {
+    if (auto pm = parse_monitor(*mt.value())) m = pm.value();
+  }
+  if (m.pid == 0) m.pid = pid;
+  s.monitor = m;
+  std::lock_guard g(mu);
+  ended_index.erase(s.id);  // a named command that ended is replaced
+  serial_for(s.id);
+  const auto old = records.find(s.id);  // a slot or an ended run it replaces
+  Record r;
+  r.id = s.id;
+  r.state = transition(old == records.end() ? CommandState::empty : old->second.state, CommandEvent::started).next;
+  r.spec = s.spec;
+  r.owner_uid = s.spec.requester_uid;
+  r.owner_sid = s.spec.requester_sid;
+  r.monitor = m;
+  r.ready_cond = s.spec.ready;
+  records.insert_or_assign(s.id, std::move(r));  // still reserved: not watched, not pruned
+  s.published = true;
+  return Ok{};
+}
+
+void Supervisor::Impl::start_commit(std::uint64_t token) {
+  std::shared_ptr<Starting> s = start_take(token);
+  const std::string id = s->id;
+  CommandStatus out;
+  {
+    std::lock_guard g(mu);
+    reserved.erase(id);
+    --starting;
+    ++running;
+    auto it = records.find(id);
+    // Queued before the monitor's pidfd is watched, so it is told first.
+    emit(Event::Kind::started, id);
+    if (s->spec.ready) loop->post([this, id] { start_probe(id); });
+    watch_running(it->second);
+    out = snapshot(it->second);
+  }
+  cpu.forget(id);
+  s->done(std::move(out));
+}
+
+std::shared_ptr<Supervisor::Impl::Starting> Supervisor::Impl::start_take(std::uint64_t token) {
+  auto it = starts.find(token);
+  std::shared_ptr<Starting> s = std::move(it->second);
+  starts.erase(it);
+  if (s->timer) loop->cancel_timer(s->timer);
+  loop->unwatch(s->launch->report_fd());
+  if (s->launch->job_fd() >= 0) loop->unwatch(s->launch->job_fd());
+  s->on_stop.reset();  // waits for a stop callback running right now (it only posts)
+  return s;
+}
+
+void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
+  if (!starts.count(token)) return;  // decided already
+  std::shared_ptr<Starting> s = start_take(token);
+  s->launch->cancel();  // a command not yet let go exits without exec
+  if (s->let_go) {
+    // It may have exec'd: end it, and its monitor, so nothing of a failed
+    // start keeps running (its session first, in case it made one).
+    const MonitorInfo& m = s->monitor;
+    if (m.pid > 0 && process_start_time(m.pid) == m.pid_start) {
+      ::kill(-m.pid, SIGKILL);
+      ::kill(m.pid, SIGKILL);
+    }
+    if (m.monitor_pid > 0 && process_start_time(m.monitor_pid) == m.monitor_start) ::kill(m.monitor_pid, SIGKILL);
+  }
+  s->launch.reset();
+  if (!s->cg.empty()) {
+    // Nothing of it runs on: what may have exec'd is killed, the rest exits at the go's EOF.
+    if (s->let_go) s->cg.kill();
+    if (!s->cg.wait_empty(std::chrono::seconds(1)) || s->cg.remove() != 0)
+      work->post([cg = s->cg] {
+        cg.kill();
+        cg.wait_empty(std::chrono::seconds(10));
+        cg.remove();
+      });
+  }
+  if (!s->spec.script_file.empty()) ::unlink(s->spec.script_file.c_str());
+  std::string gone = s->tmp_dir;
+  if (s->published) {
+    std::lock_guard g(mu);
+    records.erase(s->id);
+    gone = deletion_dir();
+    if (::rename(s->final_dir.c_str(), gone.c_str()) != 0) gone.clear();
+  }
+  // A few small files (the command never ran long enough to write much):
+  // removed before the caller is told, so a failed start leaves nothing.
+  if (!gone.empty()) remove_tree(gone);
+  unreserve(s->id, s->spec.requester_uid);
+  if (s->published) emit(Event::Kind::removed, s->id);
+  s->done(std::move(e));
+}
+
+Result<CommandStatus> Supervisor::start(const StartSpec& spec, StartMode mode) {
+  if (impl_->loop->on_loop_thread())
+    return Error{Errc::busy, "a blocking start on the event thread would wait for itself: use start_async"};
+  auto outcome = std::make_shared<std::promise<Result<CommandStatus>>>();
+  std::future<Result<CommandStatus>> f = outcome->get_future();
+  start_async(spec, mode, [outcome](Result<CommandStatus> r) { outcome->set_value(std::move(r)); });
+  return f.get();
+}
+
+void Supervisor::cancel_starts() {
+  Impl& I = *impl_;
+  {
+    std::lock_guard g(I.mu);
+    I.closing = true;
+  }
+  auto fail_all = [&I] {
+    std::vector<std::uint64_t> tokens;
+    for (auto& [token, s] : I.starts) tokens.push_back(token);
+    for (std::uint64_t t : tokens) I.start_fail(t, shutting_down_error());
+  };
+  if (I.loop->on_loop_thread()) return fail_all();
+  // A start handed to the loop after this task fails in start_begin.
+  std::promise<void> done;
+  I.loop->post([&] {
+    fail_all();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+}  // namespace sup

@@ -1,0 +1,189 @@
+// Opening the state directory: its lock, the starts a previous daemon left, and every record in it.
+#include "supervisor/supervisor_impl.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "supervisor/auto_id.hpp"
+#include "supervisor/files.hpp"
+#include "supervisor/legacy_staging.hpp"
+#include "supervisor/log_limit.hpp"
+#include "supervisor/proc_tree.hpp"
+#include "supervisor/ready_record.hpp"
+#include "supervisor/slot_record.hpp"
+
+namespace sup {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void Supervisor::Impl::load_record(const std::string& id) {
+  std::string dir = dir_of(id);
+  Record r;
+  r.id = id;
+  auto spec_text = read_file(dir + "/spec.json");
+  if (spec_text.ok() && !spec_text.value()) {
+    auto slot = read_file(dir + "/" + kSlotFile);
+    if (slot.ok() && slot.value()) {
+      r.state = CommandState::empty;
+      const SlotOwner owner = parse_slot(*slot.value());
+      r.owner_uid = owner.uid;
+      r.owner_sid = owner.sid;
+    } else {
+      r.error = Error{Errc::io_error, "spec.json is missing"};
+      r.state = CommandState::error;
+    }
+  } else if (!spec_text.ok()) {
+    r.error = spec_text.error();
+    r.state = CommandState::error;
+  } else {
+    json j = json::parse(*spec_text.value(), nullptr, false);
+    auto spec = j.is_discarded() ? Result<StartSpec>(Error{Errc::io_error, "spec.json is corrupt"})
+                                 : spec_from_json(j);
+    if (!spec) {
+      r.error = spec.error();
+      r.state = CommandState::error;
+    } else {
+      r.spec = spec.value();
+      r.owner_uid = r.spec->requester_uid;
+      r.owner_sid = r.spec->requester_sid;
+    }
+  }
+  if (r.state == CommandState::running && !r.error) {
+    auto mon = read_file(dir + "/monitor.json");
+    if (mon.ok() && mon.value()) {
+      auto m = parse_monitor(*mon.value());
+      if (m) r.monitor = m.value();
+      else r.error = m.error();
+    }
+    auto ex = read_file(dir + "/exit.json");
+    if (ex.ok() && ex.value()) {
+      auto e = parse_exit(*ex.value());
+      r.state = CommandState::exited;
+      if (e) r.exit = e.value();
+      else r.error = e.error();
+    } else if (!r.error) {
+      bool alive = r.monitor.monitor_pid > 0 &&
+                   process_start_time(r.monitor.monitor_pid) == r.monitor.monitor_start &&
+                   !process_is_zombie(r.monitor.monitor_pid);
+      if (!alive) {
+        // The monitor may have written exit.json just before it went.
+        auto again = read_file(dir + "/exit.json");
+        if (!(again.ok() && again.value()))
+          finish_unknown(dir, r.monitor.monitor_pid ? &r.monitor : nullptr, env_marks(r));
+        auto e2 = read_file(dir + "/exit.json");
+        r.state = CommandState::exited;
+        if (e2.ok() && e2.value()) {
+          auto e = parse_exit(*e2.value());
+          if (e) r.exit = e.value();
+          else r.error = e.error();
+        }
+      }
+    }
+  }
+  if (auto d = dropped_bytes(dir)) {  // running: snapshot() reads it live
+    r.truncated = true;
+    r.dropped = *d;
+  }
+  if (r.spec) r.ready_cond = r.spec->ready;
+  if (auto rt = read_file(dir + "/" + kReadyFile); rt.ok() && rt.value()) {
+    if (std::optional<ReadyRecord> saved = parse_ready(*rt.value())) {
+      if (saved->condition) r.ready_cond = saved->condition;
+      r.ready = saved->ready;
+      r.ready_at = saved->ready_at;
+    }
+  }
+  if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);
+  serial_for(id);
+  auto [it, _] = records.insert_or_assign(id, std::move(r));
+  if (it->second.error && has_ended(it->second.state)) it->second.state = CommandState::error;
+  if (has_ended(it->second.state)) note_ended(it->second);
+  if (is_running(it->second.state)) {
+    // A frozen cgroup is a command paused before the restart.
+    if (const std::string& cg = it->second.monitor.cgroup; !cg.empty() && Cgroup(cg).frozen())
+      it->second.state = transition(it->second.state, CommandEvent::pause_asked).next;
+    ++running;
+    ++active_by_uid[it->second.owner_uid];
+    watch_running(it->second);
+    if (it->second.ready_cond && !it->second.ready) loop->post([this, id] { start_probe(id); });
+  }
+}
+
+Status Supervisor::Impl::load() {
+  if (auto st = make_dirs(opts.state_dir, 0700); !st) return st;
+  if (auto st = make_dirs(procs_dir, 0700); !st) return st;
+  if (auto st = make_dirs(staging_dir, 0700); !st) return st;
+  // Each record's folder in a block group of its own choosing, not the one
+  // procs/ shares with its neighbours: on ext4 without a journal, a file
+  // created where many were recently deleted (a busy /tmp, old records)
+  // costs a scan of all of them. Round trip in /tmp: 5.6 -> 2.0 ms.
+  (void)spread_subdirectories(procs_dir);
+  (void)spread_subdirectories(staging_dir);  // where the folders are made
+  std::string lock_path = opts.state_dir + "/lock";
+  lock_fd.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock_fd) return error_from_errno(errno, "open " + lock_path);
+  if (::flock(lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    auto holder = read_file(lock_path);
+    std::string who = holder.ok() && holder.value() ? *holder.value() : "?";
+    while (!who.empty() && (who.back() == '\n')) who.pop_back();
+    return Error{Errc::busy, "state directory " + opts.state_dir + " is in use by pid " + who};
+  }
+  std::string me = std::to_string(::getpid()) + "\n";
+  [[maybe_unused]] auto t = ::ftruncate(lock_fd.get(), 0);
+  [[maybe_unused]] auto w = ::pwrite(lock_fd.get(), me.data(), me.size(), 0);
+
+  if (auto c = read_file(opts.state_dir + "/counter"); c.ok() && c.value()) {
+    counter_on_disk = std::strtoull(c.value()->c_str(), nullptr, 10);
+    counter = std::max<std::uint64_t>(1, counter_on_disk);
+  }
+
+  std::vector<std::string> ids;
+  std::error_code ec;
+  // A start the previous daemon did not finish: the command did start when
+  // the monitor wrote monitor.json (keep it), else nothing of it is left.
+  auto finish_start = [&](const fs::path& dir, std::string id) {
+    if (auto attempt = id.rfind('~'); attempt != std::string::npos) id.resize(attempt);  // new-ID~N: attempt N
+    if (fs::exists(dir / "monitor.json") && validate_stored_name(id)) {
+      if (fs::exists(dir_of(id))) remove_tree(dir_of(id));
+      fs::rename(dir, dir_of(id), ec);
+      ids.push_back(id);
+    } else {
+      remove_tree(dir.string());
+    }
+  };
+  for (auto& e : fs::directory_iterator(staging_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("new-", 0) == 0) finish_start(e.path(), name.substr(4));
+    else remove_tree(e.path().string());  // del-*: a removal in progress
+  }
+  for (auto& e : fs::directory_iterator(procs_dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (is_legacy_staging(procs_dir, name)) {
+      if (name.rfind(".new-", 0) == 0) finish_start(e.path(), name.substr(5));
+      else remove_tree(e.path().string());
+    } else if (e.is_directory() && validate_stored_name(name)) {
+      ids.push_back(name);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::lock_guard g(mu);
+  for (auto& id : ids) load_record(id);
+  // Scripts of records that are gone (removed while a daemon crashed).
+  std::set<std::string> kept;
+  for (auto& [id, r] : records)
+    if (r.spec && !r.spec->script_file.empty()) kept.insert(r.spec->script_file);
+  for (auto& e : fs::directory_iterator(opts.state_dir + "/scripts", ec))
+    if (!kept.count(e.path().string())) fs::remove(e.path(), ec);
+  return Ok{};
+}
+
+}  // namespace sup

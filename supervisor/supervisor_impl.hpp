@@ -1,0 +1,159 @@
+#pragma once
+// The supervisor's insides, shared by the files that implement it (one part
+// each: state_loader, start_transaction, exit_watcher, readiness,
+// record_removal, record_snapshot) and by the facade, supervisor.cpp.
+// Not for users of the library: they see supervisor.hpp.
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "supervisor/cgroup.hpp"
+#include "supervisor/clock.hpp"
+#include "supervisor/cpu_sampler.hpp"
+#include "supervisor/event_loop.hpp"
+#include "supervisor/monitor_launcher.hpp"
+#include "supervisor/reader_probes.hpp"
+#include "supervisor/readiness_probe.hpp"
+#include "supervisor/record.hpp"
+#include "supervisor/retention.hpp"
+#include "supervisor/supervisor.hpp"
+#include "supervisor/unique_fd.hpp"
+#include "supervisor/work_pool.hpp"
+
+namespace sup {
+
+struct Supervisor::Impl {
+  SupervisorOptions opts;
+  std::string procs_dir;
+  std::string staging_dir;  // starts and removals in progress: never in procs/, whose names are the users'
+  std::string started_at = iso_now();
+  UniqueFd lock_fd;
+  UniqueFd inotify;
+
+  mutable std::mutex mu;
+  std::condition_variable changed;                  // a record ended or vanished
+  std::map<std::string, Record> records;            // guarded by mu
+  std::set<std::string> reserved;                   // ids being started; guarded by mu
+  std::map<std::string, std::uint64_t> serials;     // never shrinks; guarded by mu
+  std::uint64_t next_serial = 1;                    // guarded by mu
+  std::uint64_t counter = 1;                        // next auto id; guarded by mu
+  std::map<int, std::string> wd_ids;                // inotify wd of a log -> id; guarded by mu
+  std::map<int, std::string> dir_wd_ids;            // inotify wd of a folder -> id; guarded by mu
+
+  EndedRecords ended_index;                         // ended records by end time; guarded by mu
+  std::size_t running = 0;                          // records running; guarded by mu
+  std::size_t starting = 0;                         // starts between claim and commit; guarded by mu
+  std::unordered_map<uid_t, std::size_t> active_by_uid;  // running + starting, per owner; guarded by mu
+  std::uint64_t counter_on_disk = 0;                // the `counter` file's value; guarded by mu
+  std::uint64_t retention_timer = 0;                // the age limit's one-shot timer; guarded by mu
+  std::optional<EndedRecords::Millis> retention_due;  // when it fires; guarded by mu
+  std::uint64_t retention_gen = 0;                  // which arming is current; guarded by mu
+  std::atomic<std::uint64_t> del_seq{0};            // makes staging/del-* names unique
+
+  mutable CpuSampler cpu;
+
+  std::mutex listeners_mu;
+  std::vector<std::pair<std::uint64_t, Listener>> listeners;  // guarded by listeners_mu
+  std::uint64_t next_token = 1;                               // guarded by listeners_mu
+
+  std::map<std::string, std::shared_ptr<ReadinessProbe>> probes;  // loop thread only
+  std::unique_ptr<ReaderProbes> reader_probes;                     // made with the loop
+
+  struct Starting;
+  std::map<std::uint64_t, std::shared_ptr<Starting>> starts;  // loop thread only
+  std::uint64_t next_start = 1;                     // guarded by mu
+  bool closing = false;                             // cancel_starts() ran; guarded by mu
+
+  // Cgroup tracking: where new commands' cgroups go (none: process trees), and why not.
+  std::optional<CgroupHierarchy> cgroups;
+  std::string no_cgroup;
+
+  std::unique_ptr<MonitorLauncher> launcher;
+  std::unique_ptr<WorkPool> work;   // before loop: its tasks may post to the loop
+  std::unique_ptr<EventLoop> loop;  // last: destroyed first, so no callback outlives the rest
+
+  std::string dir_of(const std::string& id) const { return procs_dir + "/" + id; }
+  /// Where a start of `id` (or a new slot) is prepared before it is renamed into procs/.
+  std::string start_dir(const std::string& id) const { return staging_dir + "/new-" + id; }
+  /// A fresh name to rename a record's folder to before deleting it.
+  std::string deletion_dir() { return staging_dir + "/del-" + std::to_string(del_seq++); }
+
+  std::uint64_t serial_for(const std::string& id) {  // needs mu
+    auto [it, fresh] = serials.emplace(id, next_serial);
+    if (fresh) ++next_serial;
+    return it->second;
+  }
+
+  void emit(Event::Kind kind, const std::string& id) {
+    loop->post([this, kind, id] { dispatch(Event{kind, id}); });
+  }
+  void dispatch(const Event& e) {
+    std::vector<Listener> ls;
+    {
+      std::lock_guard g(listeners_mu);
+      for (auto& [t, l] : listeners) ls.push_back(l);
+    }
+    for (auto& l : ls) l(e);
+  }
+
+  std::vector<std::string> secrets_of(const Record* r) const {
+    std::vector<std::string> s = opts.secrets;
+    if (r && r->spec)
+      for (auto& [k, v] : r->spec->secret_env) s.push_back(v);
+    return s;
+  }
+
+  // record_snapshot.cpp
+  CommandStatus snapshot(const Record& r) const;  // needs mu
+
+  // exit_watcher.cpp
+  void watch_running(Record& r);                  // needs mu
+  void watch_log(Record& r);                      // needs mu; no-op while the log does not exist yet
+  /// `scanned`: called again once finish_unknown has run (on the worker pool).
+  void on_monitor_exit(const std::string& id, bool scanned = false);
+  void on_inotify();
+  void finish_unknown(const std::string& dir, const MonitorInfo* m, const std::vector<std::string>& env_marks);
+
+  // state_loader.cpp
+  Status load();
+  void load_record(const std::string& id);
+
+  // record_removal.cpp
+  void note_ended(const Record& r);                       // needs mu
+  void save_counter_for(const std::string& removed_id);    // needs mu
+  /// Unpublishes record `it` (renamed to a staging/del-* folder, which is returned
+  /// for remove_tree outside the lock); empty on failure, with `err` set.
+  std::string detach(std::map<std::string, Record>::iterator it, Status* err);  // needs mu
+  void prune();                                            // no lock held
+  void arm_retention_timer();                              // needs mu
+
+  // readiness.cpp
+  void start_probe(const std::string& id);  // loop thread
+  void mark_ready(const std::string& id);   // loop thread
+  void save_ready(const Record& r) const;   // needs mu
+
+  // start_transaction.cpp: start_async, once handed to the loop (loop thread).
+  /// Claims s.spec's name (or a fresh id) and a place under max_running. No lock held.
+  std::optional<Error> claim(Starting& s, StartMode mode);
+  void unreserve(const std::string& id, uid_t owner);  // no lock held
+  void start_begin(const std::shared_ptr<Starting>& s);
+  void arm_start_timer(Starting& s, const char* report);
+  void start_report(std::uint64_t token);
+  Status start_publish(Starting& s, pid_t pid);
+  void start_commit(std::uint64_t token);
+  void start_fail(std::uint64_t token, Error e);
+  std::shared_ptr<Starting> start_take(std::uint64_t token);
+};
+
+/// A start's outcome when it was called off, or when the supervisor closes.
+Error interrupted_error();
+Error shutting_down_error();
+
+}  // namespace sup

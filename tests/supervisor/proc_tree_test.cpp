@@ -1,0 +1,73 @@
+// The one /proc module: stat fields, and descendants found from every
+// process's parent (also a grandchild in a session of its own).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "supervisor/proc_tree.hpp"
+#include "tests/supervisor/test_util.hpp"
+
+namespace {
+
+using namespace sbxtest;
+
+TEST(ProcTree, ReadsItsOwnStat) {
+  sup::ProcStat st;
+  ASSERT_TRUE(sup::read_proc_stat(::getpid(), &st));
+  EXPECT_EQ(st.ppid, ::getppid());
+  EXPECT_EQ(st.pgrp, ::getpgrp());
+  EXPECT_EQ(st.session, ::getsid(0));
+  EXPECT_EQ(st.state, 'R');
+  EXPECT_GT(st.starttime, 0u);
+  EXPECT_EQ(sup::process_start_time(::getpid()), st.starttime);
+  EXPECT_FALSE(sup::process_is_zombie(::getpid()));
+  EXPECT_FALSE(sup::read_proc_stat(0x7ffffff0, &st));
+  EXPECT_EQ(sup::process_start_time(0x7ffffff0), std::nullopt);
+}
+
+TEST(ProcTree, AZombieIsSeenAsOne) {
+  const pid_t p = ::fork();
+  ASSERT_GE(p, 0);
+  if (p == 0) ::_exit(0);
+  EXPECT_TRUE(wait_until([&] { return sup::process_is_zombie(p); }, 5000ms));
+  ::waitpid(p, nullptr, 0);
+}
+
+TEST(ProcTree, DescendantsIncludeGrandchildrenInTheirOwnSession) {
+  // sh -> sleep, and sh -> setsid sleep: both below the child.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::execl("/bin/sh", "sh", "-c", "sleep 30 & setsid sleep 30 & wait", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::vector<pid_t> d;
+  EXPECT_TRUE(wait_until([&] { return (d = sup::descendants(child)).size() >= 2; }, 5000ms))
+      << pids_to_string(d);
+  for (pid_t p : d) {
+    sup::ProcStat st;
+    ASSERT_TRUE(sup::read_proc_stat(p, &st));
+    EXPECT_EQ(st.ppid, child);
+  }
+  // Our own descendants hold the child first (parents before children).
+  const auto all = sup::scan_processes();
+  const auto mine = sup::descendants_in(all, ::getpid());
+  ASSERT_FALSE(mine.empty());
+  auto at = [&](pid_t p) {
+    return std::find_if(mine.begin(), mine.end(), [p](const sup::ProcEntry& e) { return e.pid == p; }) - mine.begin();
+  };
+  ASSERT_LT(at(child), static_cast<long>(mine.size()));
+  for (pid_t p : d) EXPECT_LT(at(child), at(p));
+  ::kill(child, SIGKILL);
+  for (pid_t p : d) ::kill(p, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
+TEST(ProcTree, OomCounterIsReadWhereTheKernelHasIt) {
+  // /proc/vmstat has oom_kill on every kernel this runs on (4.13 and later).
+  EXPECT_GE(sup::read_oom_kill_count(), 0);
+}
+
+}  // namespace
