@@ -271,6 +271,7 @@ int run(Options& opts) {
   sopts.max_running_per_user = opts.max_running_per_user;
   sopts.log_max = opts.log_max;
   sopts.start_timeout = std::chrono::seconds(opts.start_timeout_sec);
+  sopts.cgroup = opts.cgroup;
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());

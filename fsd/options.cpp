@@ -21,6 +21,7 @@ struct RawOptions {
   char* secrets_file = nullptr;
   char* mountpoint = nullptr;
   char* source = nullptr;  // the first of two non-option arguments (mount(8)'s "none")
+  char* cgroup = nullptr;
   unsigned wait_timeout = 600;
   unsigned long max_request = 4ul << 20;
   unsigned long output_max = 1ul << 20;
@@ -58,6 +59,7 @@ const fuse_opt kSpec[] = {
     SBX_OPT("keep_steps_sec=%lu", keep_steps_sec),
     SBX_OPT("log_max=%llu", log_max),
     SBX_OPT("start_timeout=%u", start_timeout),
+    SBX_OPT("cgroup=%s", cgroup),
     SBX_OPT("scratch_ttl_ms=%lu", scratch_ttl_ms),  // not in --help: for tests
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
@@ -109,6 +111,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
     std::free(raw.secrets_file);
     std::free(raw.mountpoint);
     std::free(raw.source);
+    std::free(raw.cgroup);
     fuse_opt_free_args(&args);
     return sup::Error{sup::Errc::invalid_argument, std::move(msg)};
   };
@@ -142,6 +145,8 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.start_timeout_sec = raw.start_timeout;
   o.allow_other = raw.allow_other;
   o.scratch_ttl_ms = raw.scratch_ttl_ms;
+  o.cgroup = raw.cgroup ? raw.cgroup : "";
+  std::free(raw.cgroup);
   std::free(raw.state_dir);
   std::free(raw.secrets_file);
   std::free(raw.mountpoint);
@@ -193,6 +198,9 @@ std::string usage(const char* prog) {
          "    -o start_timeout=SEC   a start whose monitor does not report within SEC fails\n"
          "                           with ETIMEDOUT, nothing started (default 60)\n"
          "    -o allow_other         let every user in; each sees and runs only their own\n"
+         "    -o cgroup=PATH|off     each command in a cgroup of its own below PATH (a cgroup v2\n"
+         "                           directory; default: the daemon's own cgroup when writable);\n"
+         "                           off: track process trees\n"
          "\n"
          "unmount: fusermount3 -u MOUNTPOINT (running commands keep running)\n"
          "\n";

@@ -6,7 +6,8 @@
 //   -o state_dir=DIR, -o secrets_file=FILE (the same, for mount(8) and fstab),
 //   -o OPT[,OPT]: FUSE options, and wait_timeout=SEC, max_request=BYTES, output_max=BYTES,
 //                 keep_ended=N, keep_ended_sec=SEC, max_running=N,
-//                 log_max=BYTES, start_timeout=SEC, max_running_per_user=N, keep_steps_sec=SEC
+//                 log_max=BYTES, start_timeout=SEC, max_running_per_user=N, keep_steps_sec=SEC,
+//                 cgroup=PATH|off
 //   -h/--help, -V/--version
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +35,7 @@ struct Options {
   unsigned long keep_steps_sec = 604800;  ///< the box's steps are kept this long; 0: forever
   std::uint64_t log_max = sup::kDefaultLogMax;  ///< output bytes kept per command; 0: no limit
   unsigned start_timeout_sec = 60;        ///< a monitor's wait for each report of a start
+  std::string cgroup;                     ///< -o cgroup=PATH|off; empty: find a writable cgroup v2
   bool allow_other = false;
   /// Hidden (for tests): an unrenamed scratch file lives this long after its last close.
   unsigned long scratch_ttl_ms = 60000;

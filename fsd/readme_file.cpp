@@ -26,6 +26,8 @@ START A COMMAND
    "name": "web", "env": {"PORT": "3000"}, "secretEnv": {"TOKEN": "..."},
    "timeoutSec": 600, "stopGraceSec": 5}
   or {"argv": ["/usr/bin/python3", "app.py"]} to run without a shell.
+  "limits": {"memoryMax": BYTES, "cpuMax": PERCENT, "pidsMax": N} caps it
+  through its cgroup (EINVAL, with the reason, where that is not available).
   A rejected request fails the write with an errno (EINVAL, ENOENT, EEXIST,
   EBUSY, E2BIG...); the reason is readable from the same open file and is
   listed in `errors`. The write returns once the command has started;
@@ -93,6 +95,7 @@ CONTROL IT
   echo > procs/ID/stop     stops the whole process tree (TERM, KILL after the
                            grace); returns once nothing of it is left
   echo TERM > procs/ID/signal   sends a signal to the whole tree (15, TERM, SIGTERM)
+  echo STOP > procs/ID/signal   pauses it all (state "paused"); CONT resumes it
   mkdir procs/NAME         an empty named slot (a name not beginning with .);
                            then start a command in it:
   echo 'make' > procs/NAME/cmd  (again once it has ended, replacing the old run)

@@ -53,6 +53,7 @@ void summary_pieces(const Filesystem& fs, const sup::CommandStatus& st, std::str
   head += ", \"mine\": ";
   JsonObjectWriter w(rest, JsonObjectWriter::More{});
   w.str_or_null("client", st.client).num("cpu", st.cpu);
+  if (!st.tracking.empty()) w.str("tracking", st.tracking);
   if (!st.running) {
     w.num_or_null("exitCode", st.exit_code ? std::optional<std::int64_t>(*st.exit_code) : std::nullopt)
         .str_or_null("signal", st.signal)
@@ -155,6 +156,8 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
         {"startedAt", info.started_at},
         {"mountpoint", fs.config().mountpoint},
         {"stateDir", info.state_dir},
+        {"tracking", info.tracking},
+        {"cgroup", info.cgroup},
         {"paramNodes", fs.param_nodes().size()}}},
       {"procs", kProcsMark},
       {"finished", finished},

@@ -10,26 +10,33 @@ using A = CommandAction;
 constexpr Transition kNop(S s) { return {s, A::none}; }
 
 // Rows: states in enum order; columns: started, stop_asked, kill_asked,
-// timed_out, grace_over, ended, unreadable.
+// timed_out, grace_over, ended, unreadable, pause_asked, resume_asked.
 constexpr Transition kTable[kCommandStates][kCommandEvents] = {
     /* empty */
     {{S::running, A::none}, kNop(S::empty), kNop(S::empty), kNop(S::empty), kNop(S::empty), kNop(S::empty),
-     {S::error, A::none}},
-    /* running */
+     {S::error, A::none}, kNop(S::empty), kNop(S::empty)},
+    /* running: a CONT still goes to the tree, for a process stopped by itself */
     {kNop(S::running), {S::stopping, A::send_term}, {S::killing, A::send_kill}, {S::stopping, A::send_term},
-     kNop(S::running), {S::exited, A::record_end}, {S::error, A::none}},
+     kNop(S::running), {S::exited, A::record_end}, {S::error, A::none}, {S::paused, A::freeze},
+     {S::running, A::thaw}},
+    /* paused: ends as running does (the TERM thaws it first); a second STOP
+       freezes again, catching a member continued from outside */
+    {kNop(S::paused), {S::stopping, A::send_term}, {S::killing, A::send_kill}, {S::stopping, A::send_term},
+     kNop(S::paused), {S::exited, A::record_end}, {S::error, A::none}, {S::paused, A::freeze},
+     {S::running, A::thaw}},
     /* stopping: a second stop or a timeout changes nothing; the grace ends in SIGKILL */
     {kNop(S::stopping), kNop(S::stopping), {S::killing, A::send_kill}, kNop(S::stopping),
-     {S::killing, A::send_kill}, {S::exited, A::record_end}, {S::error, A::none}},
+     {S::killing, A::send_kill}, {S::exited, A::record_end}, {S::error, A::none}, kNop(S::stopping),
+     kNop(S::stopping)},
     /* killing: each kill request and each due sweep sends SIGKILL again */
     {kNop(S::killing), kNop(S::killing), {S::killing, A::send_kill}, kNop(S::killing), {S::killing, A::send_kill},
-     {S::exited, A::record_end}, {S::error, A::none}},
+     {S::exited, A::record_end}, {S::error, A::none}, kNop(S::killing), kNop(S::killing)},
     /* exited: only a new run of its name changes it */
     {{S::running, A::none}, kNop(S::exited), kNop(S::exited), kNop(S::exited), kNop(S::exited), kNop(S::exited),
-     kNop(S::exited)},
+     kNop(S::exited), kNop(S::exited), kNop(S::exited)},
     /* error: as exited */
     {{S::running, A::none}, kNop(S::error), kNop(S::error), kNop(S::error), kNop(S::error), kNop(S::error),
-     kNop(S::error)},
+     kNop(S::error), kNop(S::error), kNop(S::error)},
 };
 
 }  // namespace
@@ -44,13 +51,16 @@ const char* state_name(CommandState s) {
     case S::running:
     case S::stopping:
     case S::killing: return "running";
+    case S::paused: return "paused";
     case S::exited: return "exited";
     case S::error: return "error";
   }
   return "error";
 }
 
-bool is_running(CommandState s) { return s == S::running || s == S::stopping || s == S::killing; }
+bool is_running(CommandState s) {
+  return s == S::running || s == S::paused || s == S::stopping || s == S::killing;
+}
 
 bool has_ended(CommandState s) { return s == S::exited || s == S::error; }
 

@@ -29,6 +29,8 @@ nlohmann::json CommandStatus::to_json() const {
     j["droppedBytes"] = dropped_bytes;
   }
   j["cpu"] = cpu;
+  if (!tracking.empty()) j["tracking"] = tracking;
+  if (!cgroup.empty()) j["cgroup"] = cgroup;
   if (!ready_when.empty()) {
     j["ready"] = ready;
     j["readyAt"] = ready_at.empty() ? json(nullptr) : json(ready_at);

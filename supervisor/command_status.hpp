@@ -15,7 +15,7 @@ namespace sup {
 struct CommandStatus {
   std::string bg_id;
   std::uint64_t serial = 0;   ///< never reused within this process; stable per bgId
-  std::string state;          ///< "empty" (named slot), "running", "exited", "error"
+  std::string state;          ///< "empty" (named slot), "running", "paused" (frozen), "exited", "error"
   bool running = false;
   std::string note;
   std::string cmd;            ///< first 120 chars, secrets masked
@@ -43,6 +43,8 @@ struct CommandStatus {
   std::string ready_when;       ///< the condition, "port 3000" etc. (readyWhen); empty: none
   bool ready = false;
   std::string ready_at;
+  std::string tracking;         ///< "cgroup" or "proctree" (empty: never started)
+  std::string cgroup;           ///< the command's cgroup, when tracking is "cgroup"
 
   /// status.json's fields as sbxfs.5 lists them (no logPath/mine: the view adds those).
   nlohmann::json to_json() const;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "supervisor/cgroup.hpp"
 #include "supervisor/proc_tree.hpp"
 
 namespace sup {
@@ -27,7 +28,13 @@ bool CpuSampler::stale(const Sample& s, Clock::time_point now) const {
 void CpuSampler::take(const Tree& t, const std::vector<ProcEntry>& all) {
   static const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
   std::uint64_t started = 0;
-  const std::uint64_t ticks = tree_cpu_ticks(t.monitor, all, &started);
+  std::uint64_t ticks = 0;
+  if (t.cgroup.empty()) {
+    ticks = tree_cpu_ticks(t.monitor, all, &started);
+  } else {  // the kernel's count: one read, however many processes
+    ticks = Cgroup(t.cgroup).cpu_usec().value_or(0) * static_cast<std::uint64_t>(hz) / 1000000;
+    started = process_start_time(t.monitor).value_or(0);
+  }
   const auto now = Clock::now();
   timespec boot{};
   ::clock_gettime(CLOCK_BOOTTIME, &boot);
@@ -79,9 +86,10 @@ std::vector<double> CpuSampler::percents(const std::vector<Tree>& trees) {
   }
   std::stable_sort(due.begin(), due.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::size_t done = 0;
-  // One pass over /proc serves every tree sampled now; the budget is for
-  // the trees, after it.
-  const std::vector<ProcEntry> all = due.empty() ? std::vector<ProcEntry>{} : scan_processes();
+  // One pass over /proc serves every tree sampled now (none when each has a
+  // cgroup); the budget is for the trees, after it.
+  const bool walk = std::any_of(due.begin(), due.end(), [](const auto& d) { return d.second->cgroup.empty(); });
+  const std::vector<ProcEntry> all = walk ? scan_processes() : std::vector<ProcEntry>{};
   const auto until = Clock::now() + budget_;
   for (; done < due.size() && Clock::now() < until; ++done) take(*due[done].second, all);
 
@@ -117,7 +125,8 @@ void CpuSampler::run() {
     std::vector<Tree> batch;
     batch.swap(queue_);
     g.unlock();
-    const std::vector<ProcEntry> all = scan_processes();
+    const bool walk = std::any_of(batch.begin(), batch.end(), [](const Tree& t) { return t.cgroup.empty(); });
+    const std::vector<ProcEntry> all = walk ? scan_processes() : std::vector<ProcEntry>{};
     for (const Tree& t : batch) take(t, all);
     g.lock();
   }

@@ -32,6 +32,7 @@ class CpuSampler {
   struct Tree {
     std::string id;
     pid_t monitor = 0;
+    std::string cgroup = {};  ///< non-empty: its cpu.stat counts, not a walk of /proc
   };
 
   /// `interval`: the least time between two samples of a command. `budget`:

@@ -62,7 +62,16 @@ void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo*
   // The monitor is gone without a word: don't leave its command behind
   // unseen. Its relay is gone too, so the command can only be ended.
   std::size_t killed = 0;
-  if (m && m->pid > 0) killed = kill_orphaned_tree(m->pid, m->pid_start, env_marks);
+  if (m && !m->cgroup.empty()) {
+    // Every member, however far it went (setsid, double forks, a new environment).
+    const Cgroup cg(m->cgroup);
+    killed = cg.members().size();
+    cg.kill();
+    cg.wait_empty(std::chrono::seconds(10));
+    cg.remove();
+  } else if (m && m->pid > 0) {
+    killed = kill_orphaned_tree(m->pid, m->pid_start, env_marks);
+  }
   const std::string note = "its monitor" + (m ? " (pid " + std::to_string(m->monitor_pid) + ")" : std::string()) +
                            " ended without recording how the command ended; " + std::to_string(killed) +
                            " process(es) left of the command were killed";
@@ -151,6 +160,13 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     note_ended(r);
   }
   cpu.forget(id);
+  // The monitor removes the cgroup before its exit.json; one it could not remove goes now.
+  if (!m.cgroup.empty() && Cgroup(m.cgroup).exists())
+    work->post([cg = Cgroup(m.cgroup)] {
+      cg.kill();
+      cg.wait_empty(std::chrono::seconds(10));
+      cg.remove();
+    });
   changed.notify_all();
   // The last output may have been written just before the exit.
   dispatch(Event{Event::Kind::output, id});

@@ -9,7 +9,8 @@
 // The job read from the stream socket up to EOF is a sequence of
 // NUL-terminated strings: ARGC, ARGC monitor arguments (as on the command
 // line, without argv[0]), ENVC, ENVC "KEY=VALUE" entries (the command's
-// environment), CWD. Changing any of this needs a new kJobMagic: a server
+// environment), CWD. Among the arguments, kJobCgroup DIR: the command's
+// own (empty) cgroup, which it joins between fork and exec. Changing any of this needs a new kJobMagic: a server
 // of the previous build ignores jobs it does not know.
 //
 // The monitor's report lines, on the report pipe: "forked PID" (server
@@ -21,10 +22,13 @@
 
 namespace sup {
 
-inline constexpr char kJobMagic[] = "sbxfs-monitor-job 1";
+inline constexpr char kJobMagic[] = "sbxfs-monitor-job 2";
 inline constexpr std::size_t kJobMagicLen = sizeof kJobMagic - 1;
 /// The descriptors a job message carries: job stream, report pipe, go socket.
 inline constexpr std::size_t kJobFds = 3;
+
+/// The monitor argument naming the command's cgroup (absent: none).
+inline constexpr const char* kJobCgroup = "--cgroup";
 
 inline constexpr const char* kReportForked = "forked";
 inline constexpr const char* kReportOk = "ok";

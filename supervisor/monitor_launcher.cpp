@@ -36,6 +36,7 @@ std::vector<std::string> monitor_args(const MonitorLaunch& l) {
     for (gid_t g : l.run_as->groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
     if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
   }
+  if (!l.cgroup.empty()) args.insert(args.end(), {kJobCgroup, l.cgroup});
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   return args;

@@ -30,6 +30,7 @@ struct MonitorLaunch {
   double grace_sec = 5;
   std::uint64_t log_max = 0;               ///< output bytes kept; 0: no limit
   std::optional<Credentials> run_as;       ///< the command's uid/gid/groups
+  std::string cgroup;                      ///< the command's (empty) cgroup; empty: none
 };
 
 /// One launch under way, driven by its owner without blocking: wait until

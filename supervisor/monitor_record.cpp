@@ -11,7 +11,8 @@ using nlohmann::json;
 std::string format_monitor(const MonitorInfo& m) {
   return "{\"monitorPid\": " + std::to_string(m.monitor_pid) + ", \"monitorStart\": " +
          std::to_string(m.monitor_start) + ", \"pid\": " + std::to_string(m.pid) +
-         ", \"pidStart\": " + std::to_string(m.pid_start) + ", \"startedAt\": " + json_quote(m.started_at) + "}\n";
+         ", \"pidStart\": " + std::to_string(m.pid_start) + ", \"startedAt\": " + json_quote(m.started_at) +
+         (m.cgroup.empty() ? "" : ", \"cgroup\": " + json_quote(m.cgroup)) + "}\n";
 }
 
 Result<MonitorInfo> parse_monitor(const std::string& text) {
@@ -24,6 +25,7 @@ Result<MonitorInfo> parse_monitor(const std::string& text) {
     m.pid = j.at("pid").get<pid_t>();
     m.pid_start = j.at("pidStart").get<std::uint64_t>();
     m.started_at = j.value("startedAt", "");
+    m.cgroup = j.value("cgroup", "");
     return m;
   } catch (const json::exception& ex) {
     return Error{Errc::io_error, std::string("monitor.json is corrupt: ") + ex.what()};

@@ -19,6 +19,7 @@ struct MonitorInfo {
   pid_t monitor_pid = 0, pid = 0;
   std::uint64_t monitor_start = 0, pid_start = 0;  ///< field 22 of /proc/PID/stat
   std::string started_at;
+  std::string cgroup;  ///< the command's cgroup; empty: tracked as a process tree
 };
 
 /// The file's text, one line.

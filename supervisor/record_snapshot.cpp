@@ -64,6 +64,8 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   }
   s.pid = r.monitor.pid;
   s.started_at = r.monitor.started_at;
+  if (r.monitor.monitor_pid > 0) s.tracking = r.monitor.cgroup.empty() ? "proctree" : "cgroup";
+  s.cgroup = r.monitor.cgroup;
   if (has_ended(r.state)) {
     s.exit_code = r.exit.exit_code;
     s.signal = r.exit.signal;

@@ -72,6 +72,47 @@ Status validate_stored_name(const std::string& name) {
   return Ok{};
 }
 
+Result<Limits> limits_from_json(const json& v) {
+  if (!v.is_object()) return invalid("'limits' must be an object, not " + type_name(v));
+  Limits l;
+  auto whole = [&](const json& x, const std::string& name, std::uint64_t least) -> Result<std::uint64_t> {
+    if (!x.is_number_integer() && !x.is_number_unsigned())
+      return invalid("'limits." + name + "' must be a whole number, not " + type_name(x));
+    if (x.is_number_integer() && x.get<std::int64_t>() < static_cast<std::int64_t>(least))
+      return invalid("'limits." + name + "' must be at least " + std::to_string(least));
+    std::uint64_t n = x.get<std::uint64_t>();
+    if (n < least) return invalid("'limits." + name + "' must be at least " + std::to_string(least));
+    return n;
+  };
+  for (auto& [key, x] : v.items()) {
+    if (key == "memoryMax") {
+      auto n = whole(x, key, 4096);
+      if (!n) return n.error();
+      l.memory_max = n.value();
+    } else if (key == "pidsMax") {
+      auto n = whole(x, key, 1);
+      if (!n) return n.error();
+      l.pids_max = n.value();
+    } else if (key == "cpuMax") {
+      auto d = number(x, "limits.cpuMax");
+      if (!d) return d.error();
+      if (d.value() <= 0 || d.value() > 1e6) return invalid("'limits.cpuMax' must be a percent > 0 (100 = one core)");
+      l.cpu_max = d.value();
+    } else {
+      return invalid("unknown key 'limits." + key + "' (known: memoryMax cpuMax pidsMax)");
+    }
+  }
+  return l;
+}
+
+json limits_to_json(const Limits& l) {
+  json j = json::object();
+  if (l.memory_max) j["memoryMax"] = *l.memory_max;
+  if (l.cpu_max) j["cpuMax"] = *l.cpu_max;
+  if (l.pids_max) j["pidsMax"] = *l.pids_max;
+  return j;
+}
+
 Result<StartSpec> parse_json_request(const json& j, const std::string& default_cwd) {
   if (!j.is_object()) return invalid("a JSON request must be an object, not " + type_name(j));
   StartSpec s;
@@ -125,11 +166,15 @@ Result<StartSpec> parse_json_request(const json& j, const std::string& default_c
       if (d.value() < 0) return invalid("'stopGraceSec' must be >= 0");
       if (d.value() > 1e6) return invalid("'stopGraceSec' is too large");
       s.stop_grace_sec = d.value();
+    } else if (key == "limits") {
+      auto l = limits_from_json(v);
+      if (!l) return l.error();
+      s.limits = l.value();
     } else if (key == "readyPort" || key == "readyLog" || key == "readyHttp") {
       // checked together below
     } else {
       return invalid("unknown key '" + key +
-                     "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog readyHttp)");
+                     "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog readyHttp limits)");
     }
   }
   auto ready = ready_condition_from_json(j);
@@ -185,6 +230,7 @@ json spec_to_json(const StartSpec& s) {
   if (!s.requester_client.empty()) j["requesterClient"] = s.requester_client;
   if (s.ready) j["ready"] = s.ready->to_json();
   if (!s.script_file.empty()) j["scriptFile"] = s.script_file;
+  if (s.limits) j["limits"] = limits_to_json(*s.limits);
   if (s.run_as) j["runAs"] = {{"uid", s.run_as->uid}, {"gid", s.run_as->gid}, {"groups", s.run_as->groups}};
   return j;
 }
@@ -208,6 +254,11 @@ Result<StartSpec> spec_from_json(const json& j) {
     if (j.contains("ready")) {
       auto r = ready_condition_from_json(j["ready"]);
       if (r && r.value()) s.ready = *r.value();
+    }
+    if (j.contains("limits")) {
+      auto l = limits_from_json(j["limits"]);
+      if (!l) return l.error();
+      s.limits = l.value();
     }
     if (j.contains("runAs")) {
       Credentials c;

@@ -1,5 +1,6 @@
 #pragma once
 // What to start: the validated form of a request.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,13 @@ struct Credentials {
   std::vector<gid_t> groups;
 };
 
+/// `limits` of a request: applied through the command's cgroup.
+struct Limits {
+  std::optional<std::uint64_t> memory_max;  ///< bytes (memory.max)
+  std::optional<double> cpu_max;            ///< percent of one core, 100 = one core (cpu.max)
+  std::optional<std::uint64_t> pids_max;    ///< processes and threads at once (pids.max)
+};
+
 struct StartSpec {
   std::vector<std::string> argv;  ///< run directly; exactly one of argv / shell
   std::optional<std::string> shell;  ///< run as /bin/sh -c SHELL
@@ -32,6 +40,7 @@ struct StartSpec {
   double stop_grace_sec = 5;
   std::optional<Credentials> run_as;
   std::optional<ReadyCondition> ready;  ///< readyPort / readyLog / readyHttp
+  std::optional<Limits> limits;         ///< needs cgroup tracking and the controllers
   /// Set by the supervisor for shell text too long for one exec argument
   /// (Linux: 128 KiB): the text is run from this file instead.
   std::string script_file;
@@ -63,6 +72,10 @@ Result<StartSpec> parse_text_request(std::string_view text, const std::string& d
 
 /// Either of the above: JSON when the first non-blank byte is '{'.
 Result<StartSpec> parse_request(std::string_view text, const std::string& default_cwd);
+
+/// `limits`: {"memoryMax": BYTES, "cpuMax": PERCENT, "pidsMax": N}; others are invalid_argument.
+Result<Limits> limits_from_json(const nlohmann::json& j);
+nlohmann::json limits_to_json(const Limits& l);
 
 nlohmann::json spec_to_json(const StartSpec& s);
 Result<StartSpec> spec_from_json(const nlohmann::json& j);

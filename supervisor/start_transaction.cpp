@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "supervisor/auto_id.hpp"
+#include "supervisor/cgroup_limits.hpp"
 #include "supervisor/executable_check.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_job.hpp"
@@ -47,6 +48,7 @@ struct Supervisor::Impl::Starting {
   bool let_go = false;      // the command may have exec'd: giving up means killing it
   bool published = false;   // the record is listed
   MonitorInfo monitor;      // from monitor.json, once published
+  Cgroup cg;                // the command's cgroup, made before the monitor starts; empty: none
   std::uint64_t timer = 0;  // the current report's deadline
   StartDone done;
   std::atomic<bool> stop_asked{false};
@@ -78,6 +80,9 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   if (spec.stop_grace_sec < 0) return done(Error{Errc::invalid_argument, "stopGraceSec must be >= 0"});
   if (!spec.name.empty())
     if (auto v = validate_name(spec.name); !v) return done(v.error());
+  if (spec.limits)
+    if (auto why = limits_refused(*spec.limits, I.cgroups ? &*I.cgroups : nullptr, I.no_cgroup))
+      return done(Error{Errc::invalid_argument, *why});
 
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -98,6 +103,7 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   // this name that was given up (and resumes late) cannot find this folder.
   s->tmp_dir = I.start_dir(id) + "~" + std::to_string(s->token);
   auto fail_early = [&](Error e) {
+    if (!s->cg.empty()) s->cg.remove();
     remove_tree(s->tmp_dir);
     if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
     I.unreserve(id, spec.requester_uid);
@@ -142,6 +148,16 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   l.grace_sec = spec.stop_grace_sec;
   l.log_max = I.opts.log_max;
   l.run_as = spec.run_as;
+  if (I.cgroups) {
+    // Made (with its limits) before the monitor exists: the command joins it
+    // between fork and exec, so none of its processes ever runs outside.
+    const std::string name = "cmd-" + id + "-" + std::to_string(s->token);
+    if (int e = create_command_cgroup(*I.cgroups, name, &s->cg))
+      return fail_early(error_from_errno(e, "cannot create the cgroup " + I.cgroups->subtree + "/" + name));
+    if (spec.limits)
+      if (Status st = apply_limits(s->cg, *spec.limits); !st) return fail_early(st.error());
+    l.cgroup = s->cg.path();
+  }
   auto begun = I.launcher->begin(l);
   if (!begun) return fail_early(begun.error());
   s->launch = std::move(begun.value());
@@ -347,6 +363,16 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
     if (m.monitor_pid > 0 && process_start_time(m.monitor_pid) == m.monitor_start) ::kill(m.monitor_pid, SIGKILL);
   }
   s->launch.reset();
+  if (!s->cg.empty()) {
+    // Nothing of it runs on: what may have exec'd is killed, the rest exits at the go's EOF.
+    if (s->let_go) s->cg.kill();
+    if (!s->cg.wait_empty(std::chrono::seconds(1)) || s->cg.remove() != 0)
+      work->post([cg = s->cg] {
+        cg.kill();
+        cg.wait_empty(std::chrono::seconds(10));
+        cg.remove();
+      });
+  }
   if (!s->spec.script_file.empty()) ::unlink(s->spec.script_file.c_str());
   std::string gone = s->tmp_dir;
   if (s->published) {

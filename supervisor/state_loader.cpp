@@ -107,6 +107,9 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (it->second.error && has_ended(it->second.state)) it->second.state = CommandState::error;
   if (has_ended(it->second.state)) note_ended(it->second);
   if (is_running(it->second.state)) {
+    // A frozen cgroup is a command paused before the restart.
+    if (const std::string& cg = it->second.monitor.cgroup; !cg.empty() && Cgroup(cg).frozen())
+      it->second.state = transition(it->second.state, CommandEvent::pause_asked).next;
     ++running;
     ++active_by_uid[it->second.owner_uid];
     watch_running(it->second);

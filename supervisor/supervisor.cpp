@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <future>
 
+#include "supervisor/cgroup.hpp"
 #include "supervisor/ctl_request.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_ctl.hpp"
@@ -38,6 +39,7 @@ Supervisor::~Supervisor() {
   impl_->loop->stop();  // joined: from here on no callback runs
   impl_->work.reset();  // finishes its queue (what it posts to the stopped loop is dropped)
   impl_->loop.reset();
+  if (impl_->cgroups) release_cgroup_hierarchy(*impl_->cgroups);
 }
 
 Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
@@ -63,6 +65,10 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   impl->work = std::make_unique<WorkPool>(std::max(1u, std::thread::hardware_concurrency() / 2));
   Impl* p = impl.get();
   impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
+  // How new commands are tracked, decided once; a hierarchy given by name must work.
+  impl->cgroups = find_cgroup_hierarchy(impl->opts.cgroup, cgroup_key(impl->opts.state_dir), &impl->no_cgroup);
+  if (!impl->cgroups && !impl->opts.cgroup.empty() && impl->opts.cgroup != "off")
+    return Error{Errc::invalid_argument, "cgroup=" + impl->opts.cgroup + ": " + impl->no_cgroup};
   if (auto st = impl->load(); !st) return st.error();
   impl->prune();  // the limits may be lower than last time, or records aged meanwhile
   impl->launcher = std::make_unique<MonitorLauncher>(impl->opts.monitor_path);
@@ -112,6 +118,7 @@ Status Supervisor::stop(const std::string& id) {
   // The record keeps no stopping state (the monitor does): the table says
   // whether there is anything to stop.
   if (transition(it->second.state, CommandEvent::stop_asked).action != CommandAction::send_term) return Ok{};
+  it->second.state = CommandState::running;  // a paused one: the monitor thaws it to deliver the TERM
   return write_ctl(impl_->dir_of(id), std::string(kCtlTerm) + "\n");
 }
 
@@ -120,7 +127,19 @@ Status Supervisor::signal(const std::string& id, int sig) {
   std::lock_guard g(impl_->mu);
   auto it = impl_->records.find(id);
   if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
-  if (Status st = check_started(id, it->second); !st) return st;
+  Record& r = it->second;
+  if (Status st = check_started(id, r); !st) return st;
+  if (sig == SIGSTOP || sig == SIGCONT) {
+    // With a cgroup, STOP freezes every member (none can undo it, none is
+    // missed) and CONT thaws them; CONT is still sent, for one stopped by itself.
+    const Transition t = transition(r.state, sig == SIGSTOP ? CommandEvent::pause_asked : CommandEvent::resume_asked);
+    const std::string& cg = r.monitor.cgroup;
+    if (!cg.empty() && (t.action == CommandAction::freeze || t.action == CommandAction::thaw))
+      if (int e = Cgroup(cg).freeze(t.action == CommandAction::freeze))
+        return error_from_errno(e, "cannot write " + cg + "/cgroup.freeze");
+    r.state = t.next;
+    if (!cg.empty() && sig == SIGSTOP) return Ok{};
+  }
   return write_ctl(impl_->dir_of(id), kCtlSignal + std::to_string(sig) + "\n");
 }
 
@@ -189,7 +208,7 @@ std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure
     s = impl_->snapshot(it->second);
     monitor = it->second.monitor.monitor_pid;
   }
-  if (s.running && cpu == CpuFigure::sample) s.cpu = impl_->cpu.percent({id, monitor});
+  if (s.running && cpu == CpuFigure::sample) s.cpu = impl_->cpu.percent({id, monitor, s.cgroup});
   return s;
 }
 
@@ -200,7 +219,7 @@ void add_cpu(CpuSampler& sampler, std::vector<CommandStatus>& out, const std::ve
   std::vector<std::size_t> at;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (!out[i].running) continue;
-    trees.push_back({out[i].bg_id, monitors[i]});
+    trees.push_back({out[i].bg_id, monitors[i], out[i].cgroup});
     at.push_back(i);
   }
   const std::vector<double> figures = sampler.percents(trees);
@@ -273,7 +292,9 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::opt
 }
 
 SupervisorInfo Supervisor::info() const {
-  return SupervisorInfo{::getpid(), impl_->started_at, impl_->opts.state_dir};
+  const auto& cg = impl_->cgroups;
+  return SupervisorInfo{::getpid(), impl_->started_at, impl_->opts.state_dir, cg ? "cgroup" : "proctree",
+                        cg ? cg->subtree : impl_->no_cgroup};
 }
 
 std::optional<CommandStatus> Supervisor::wait(const std::string& id, std::chrono::milliseconds timeout) {

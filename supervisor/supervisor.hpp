@@ -42,6 +42,9 @@ struct SupervisorOptions {
   /// How long a start waits for each of the monitor's two reports (forked,
   /// exec'd) before it is given up as timed_out.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(60);
+  /// Where commands get their cgroups: "" finds a writable cgroup v2 (see
+  /// find_cgroup_hierarchy), "off" tracks process trees, else a cgroup v2 directory.
+  std::string cgroup;
 };
 
 /// sbxfs-monitor next to the running executable, else the build-time path.
@@ -84,6 +87,8 @@ struct SupervisorInfo {
   pid_t pid;
   std::string started_at;
   std::string state_dir;
+  std::string tracking;  ///< "cgroup" or "proctree": how new commands are tracked
+  std::string cgroup;    ///< the subtree of the commands' cgroups; or why there is none
 };
 
 class Supervisor {

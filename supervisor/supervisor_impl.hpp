@@ -8,11 +8,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "supervisor/cgroup.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/cpu_sampler.hpp"
 #include "supervisor/event_loop.hpp"
@@ -68,6 +70,10 @@ struct Supervisor::Impl {
   std::map<std::uint64_t, std::shared_ptr<Starting>> starts;  // loop thread only
   std::uint64_t next_start = 1;                     // guarded by mu
   bool closing = false;                             // cancel_starts() ran; guarded by mu
+
+  // Cgroup tracking: where new commands' cgroups go (none: process trees), and why not.
+  std::optional<CgroupHierarchy> cgroups;
+  std::string no_cgroup;
 
   std::unique_ptr<MonitorLauncher> launcher;
   std::unique_ptr<WorkPool> work;   // before loop: its tasks may post to the loop

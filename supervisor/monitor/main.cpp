@@ -1,7 +1,7 @@
 // sbxfs-monitor: the per-command monitor (conmon / s6-supervise pattern).
 //
 //   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES]
-//                 [--uid N --gid N [--groups G,G,...]] -- ARGV0 ARGS...
+//                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] -- ARGV0 ARGS...
 //
 // --uid/--gid/--groups: the command (not the monitor) runs with these
 // credentials: with allow_other, as the user who wrote the request.
@@ -12,6 +12,10 @@
 // --grace-ms: time between SIGTERM and SIGKILL on a stop (default 5000).
 // --log-max: output bytes kept in the log; later output is drained and
 // counted in `dropped` (relay.cpp). Absent or 0 = no limit.
+// --cgroup: an empty cgroup v2 directory made for the command: the command
+// joins it between fork and exec, so none of its processes runs outside;
+// the record ends when it is empty too, and the monitor removes it then
+// (supervisor/cgroup.hpp). monitor.json names it.
 // The command gets the monitor's environment and working directory; ARGV0
 // is looked up in PATH unless it contains a '/' (as execvp does, but a file
 // that is not a program is refused with ENOEXEC, never run by /bin/sh).
@@ -74,7 +78,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES] "
-    "[--uid N --gid N [--groups G,...]] -- ARGV0 ARGS...";
+    "[--uid N --gid N [--groups G,...]] [--cgroup DIR] -- ARGV0 ARGS...";
 
 int g_dirfd = -1;
 bool g_ctl_created = false;
@@ -156,6 +160,7 @@ struct Args {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
+  std::string cgroup;  // empty: none
   char** argv = nullptr;
 };
 
@@ -196,6 +201,9 @@ bool parse_args(int argc, char** argv, Args* a) {
         a->gid = static_cast<gid_t>(v);
         a->has_gid = true;
       }
+    } else if (opt == sup::kJobCgroup) {
+      if (value.empty() || value[0] != '/') return false;
+      a->cgroup = value;
     } else if (opt == "--groups") {
       size_t pos = 0;
       while (pos < value.size()) {
@@ -226,8 +234,12 @@ struct itimerspec ms_to_its(uint64_t ms) {
 
 // In the forked child: only async-signal-safe calls until the exec.
 // go_fd >= 0: one byte from it first (EOF: the start was cancelled).
-[[noreturn]] void exec_child(const Args& args, int go_fd, int devnull, int out_w, int err_w, int status_w) {
+[[noreturn]] void exec_child(const Args& args, int go_fd, int devnull, int out_w, int err_w, int status_w,
+                             int cgroup_procs) {
   char** argv = args.argv;
+  // Into the command's cgroup before anything else runs here.
+  int join_err = 0;
+  if (cgroup_procs >= 0 && ::write(cgroup_procs, "0", 1) != 1) join_err = errno;
   struct sigaction sa;
   ::memset(&sa, 0, sizeof sa);
   sa.sa_handler = SIG_DFL;
@@ -239,8 +251,8 @@ struct itimerspec ms_to_its(uint64_t ms) {
   sigset_t empty;
   ::sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
-  int err = 0;
-  if (go_fd >= 0) {
+  int err = join_err;
+  if (err == 0 && go_fd >= 0) {
     char go = 0;
     ssize_t n;
     do {
@@ -267,8 +279,9 @@ struct itimerspec ms_to_its(uint64_t ms) {
 }
 
 // monitor.json could not be written: undo the start completely.
-[[noreturn]] void abort_started(pid_t root, int err, const std::string& message) {
+[[noreturn]] void abort_started(pid_t root, int err, const std::string& message, const sup::Cgroup& cg) {
   bool root_reaped = false;
+  if (!cg.empty()) cg.kill();
   for (;;) {
     signal_tree(root, !root_reaped, SIGKILL, false);
     pid_t p = ::waitpid(-1, nullptr, __WALL);
@@ -347,6 +360,14 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   }
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) fail(errno, errmsg("cannot open /dev/null", errno));
+  int cgroup_procs = -1;
+  if (!args.cgroup.empty()) {
+    m.cg = sup::Cgroup(args.cgroup);
+    cgroup_procs = m.cg.open_procs();
+    if (cgroup_procs < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
+    m.cg_events = m.cg.open_events();
+    if (m.cg_events < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
+  }
 
   // 4. Pipes and the command.
   int outp[2], errp[2], statp[2];
@@ -364,7 +385,8 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   const int go_fd = detach ? -1 : 0;
   pid_t root = ::fork();
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
-  if (root == 0) exec_child(args, go_fd, devnull, outp[1], errp[1], statp[1]);
+  if (root == 0) exec_child(args, go_fd, devnull, outp[1], errp[1], statp[1], cgroup_procs);
+  if (cgroup_procs >= 0) ::close(cgroup_procs);
   ::close(outp[1]);
   ::close(errp[1]);
   ::close(statp[1]);
@@ -374,16 +396,17 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   // does not change at exec); with the server, "forked PID" and the go.
   pid_t self = ::getpid();
   sup::ProcStat mst, cst;
-  if (!sup::read_proc_stat(self, &mst)) abort_started(root, EIO, "cannot read /proc/self/stat");
-  if (!sup::read_proc_stat(root, &cst)) abort_started(root, EIO, "cannot read the command's /proc stat");
+  if (!sup::read_proc_stat(self, &mst)) abort_started(root, EIO, "cannot read /proc/self/stat", m.cg);
+  if (!sup::read_proc_stat(root, &cst)) abort_started(root, EIO, "cannot read the command's /proc stat", m.cg);
   sup::MonitorInfo info;
   info.monitor_pid = self;
   info.monitor_start = mst.starttime;
   info.pid = root;
   info.pid_start = cst.starttime;
   info.started_at = started_at;
+  info.cgroup = m.cg.path();
   if (int e = sup::write_file_atomic_at(dirfd, sup::kMonitorFile, sup::format_monitor(info)))
-    abort_started(root, e, errmsg("cannot write monitor.json", e));
+    abort_started(root, e, errmsg("cannot write monitor.json", e), m.cg);
   if (go_fd >= 0) report(std::string(sup::kReportForked) + " " + std::to_string(root));
 
   // 6. Did the exec work?

@@ -1,7 +1,7 @@
 // sbxfs-monitor: shared declarations.
 // The on-disk contract is supervisor/FORMAT.md; main.cpp documents the
 // command line and the report protocol. What the daemon shares with the
-// monitor (the record files, /proc, signal names, the clock, atomic
+// monitor (the record files, /proc, cgroups, signal names, the clock, atomic
 // writes, the job protocol) is in the core library, sbx_core.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "supervisor/atomic_write.hpp"
+#include "supervisor/cgroup.hpp"
 #include "supervisor/log_index.hpp"
 
 namespace sbxmon {
@@ -100,6 +101,11 @@ struct Monitor {
   pid_t root = -1;       // the command (pid == pgid == sid)
   uint64_t grace_ms = 5000;
   long long oom_at_start = -1;  // /proc/vmstat oom_kill when the monitor started
+  // --cgroup: the command's own cgroup (empty: tracked as a process tree).
+  // Then the end is also `populated 0`, signals go to its members, a kill
+  // is cgroup.kill.
+  sup::Cgroup cg;
+  int cg_events = -1;  // its cgroup.events (poll POLLPRI)
 };
 
 // Runs until the whole tree has ended, writes exit.json, removes ctl.

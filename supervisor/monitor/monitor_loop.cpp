@@ -4,7 +4,9 @@
 // stdout and stderr pipes (moved into the logs by relay.cpp), the ctl FIFO, the timeout timerfd and the kill
 // timerfd (grace, then repeated SIGKILL sweeps). The record ends when
 // waitpid(-1) reports ECHILD: the monitor is a subreaper, so that means the
-// command and every process it started are gone.
+// command and every process it started are gone; with a cgroup, also when
+// its cgroup.events says `populated 0` (POLLPRI on it), so that a member
+// the monitor never parented counts too.
 #include "monitor.hpp"
 
 #include "supervisor/clock.hpp"
@@ -24,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 
 namespace sbxmon {
@@ -120,6 +123,10 @@ void Loop::handle_ctl_line(std::string line) {
 
 void Loop::send_signal(int sig) {
   if (sig == SIGKILL) sent_sigkill_ = true;
+  if (!m_.cg.empty()) {
+    m_.cg.signal_members(sig);
+    return;
+  }
   signal_tree(m_.root, !root_reaped_, sig, false);
 }
 
@@ -152,19 +159,26 @@ void Loop::on(sup::CommandEvent e) {
     case sup::CommandAction::send_kill: kill_sweep(!was_killing); break;
     case sup::CommandAction::none:
     case sup::CommandAction::record_end: break;  // finish() writes the end
+    case sup::CommandAction::freeze:
+    case sup::CommandAction::thaw: break;        // the supervisor's (signal requests pass through)
   }
 }
 
 void Loop::send_term() {
   disarm_timeout();
-  signal_tree(m_.root, !root_reaped_, SIGTERM, true);
+  if (!m_.cg.empty()) {
+    m_.cg.freeze(false);  // a frozen member would not see its TERM
+    m_.cg.signal_members(SIGTERM, true);
+  } else {
+    signal_tree(m_.root, !root_reaped_, SIGTERM, true);
+  }
   arm_kill_timer(m_.grace_ms, 0);
 }
 
 void Loop::kill_sweep(bool first) {
   if (first) disarm_timeout();
   sent_sigkill_ = true;
-  signal_tree(m_.root, !root_reaped_, SIGKILL, false);
+  if (m_.cg.empty() || m_.cg.kill() != 0) signal_tree(m_.root, !root_reaped_, SIGKILL, false);
   ++sweeps_;
   if (first) {
     arm_kill_timer(100, 100);
@@ -218,7 +232,10 @@ int Loop::finish() {
   if (root_reaped_ && WIFSIGNALED(root_status_)) sig = WTERMSIG(root_status_);
 
   bool oom = false;
-  if (sig == SIGKILL && !sent_sigkill_ && m_.oom_at_start >= 0) {
+  std::optional<std::uint64_t> cg_ooms = m_.cg.empty() ? std::nullopt : m_.cg.oom_kills();
+  if (cg_ooms) {
+    oom = sig == SIGKILL && !sent_sigkill_ && *cg_ooms > 0;  // the kernel's count for this command
+  } else if (sig == SIGKILL && !sent_sigkill_ && m_.oom_at_start >= 0) {
     long long now = sup::read_oom_kill_count();
     oom = now > m_.oom_at_start;
   }
@@ -232,6 +249,9 @@ int Loop::finish() {
   } else if (sig != 0) {
     reason = oom ? "oomKilled" : "killed";
   }
+  // Empty now: the record ends with its cgroup gone.
+  if (!m_.cg.empty())
+    if (int e = m_.cg.remove()) diag("cannot remove cgroup %s: %s", m_.cg.path().c_str(), ::strerror(e));
   sup::ExitInfo e;
   e.exit_code = exit_code;
   if (sig != 0) e.signal = sup::signal_name(sig);
@@ -253,15 +273,17 @@ int Loop::finish() {
 }
 
 int Loop::run() {
-  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCount };
+  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCg, kCount };
+  // Every child reaped, and (with a cgroup) no member left.
+  auto ended = [this] { return reap() && (m_.cg_events < 0 || !sup::Cgroup::populated(m_.cg_events)); };
   // A SIGCHLD may have been consumed before the loop; check once up front.
-  if (reap()) return finish();
+  if (ended()) return finish();
   for (;;) {
     struct pollfd pfds[kCount];
-    int fds[kCount] = {m_.sigfd, m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd};
+    int fds[kCount] = {m_.sigfd, m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd, m_.cg_events};
     for (int i = 0; i < kCount; ++i) {
       pfds[i].fd = fds[i];  // negative: ignored by poll
-      pfds[i].events = POLLIN;
+      pfds[i].events = i == kCg ? POLLPRI : POLLIN;
       pfds[i].revents = 0;
     }
     int r = ::poll(pfds, kCount, -1);
@@ -286,7 +308,11 @@ int Loop::run() {
     if (ready(kSig)) {
       bool sigchld = false;
       read_signals(&sigchld);
-      if (sigchld && reap()) return finish();
+      if (sigchld && ended()) return finish();
+    }
+    if (ready(kCg)) {  // populated changed; the read re-arms the event
+      const bool members = sup::Cgroup::populated(m_.cg_events);
+      if (!members && reap()) return finish();
     }
   }
 }

@@ -690,6 +690,21 @@ void SbxfsTest::kill_leftovers() {
   }
 }
 
+// The cgroups of commands whose monitors were killed here while no daemon
+// ran (a daemon would have removed them), and their subtree once empty.
+void SbxfsTest::remove_leftover_cgroups() {
+  for (auto& id : list_dir(state_ + "/procs")) {
+    auto j = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data);
+    if (!j.is_object() || !j.contains("cgroup") || !j["cgroup"].is_string()) continue;
+    const std::string cg = j["cgroup"];
+    if (stat_errno(cg) != 0) continue;
+    (void)write_file(cg + "/cgroup.kill", "1");
+    wait_until([&] { return read_file(cg + "/cgroup.events").data.find("populated 0") != std::string::npos; }, 5s);
+    rmdir_errno(cg);
+    rmdir_errno(cg.substr(0, cg.rfind('/')));  // EBUSY while others are in it
+  }
+}
+
 void SbxfsTest::TearDown() {
   if (dir_.empty()) return;
   {
@@ -720,6 +735,7 @@ void SbxfsTest::TearDown() {
   if (watchdog_.joinable()) watchdog_.join();
   // 5. Anything left that was started for this test.
   kill_leftovers();
+  remove_leftover_cgroups();
   for (pid_t b : bg) reap(b, Clock::now() + 2s);
   {
     std::lock_guard g(mu_);

@@ -161,6 +161,7 @@ class SbxfsTest : public ::testing::Test {
   void stop_all_commands();
   void unmount_all();
   void kill_leftovers();
+  void remove_leftover_cgroups();
   void watchdog_loop();
 
   mutable std::mutex mu_;

@@ -43,12 +43,13 @@ TEST_F(StatusTest, RootListsRunningOldestFirstAndCountsFinished) {
   EXPECT_EQ(ids, (std::vector<std::string>{a, c})) << "running ones, oldest first";
   EXPECT_EQ(s["finished"], 2);
   // Each entry is a summary: exactly the seed's fields that apply to a
-  // running command without a ready condition (procs/ID/status.json has the rest).
+  // running command without a ready condition (procs/ID/status.json has the
+  // rest), and how it is tracked.
   for (auto& pr : s["procs"]) {
     std::vector<std::string> keys;
     for (auto& [k, v] : pr.items()) keys.push_back(k);
     EXPECT_EQ(keys, (std::vector<std::string>{"bgId", "client", "cmd", "cpu", "cwd", "logPath", "mine", "note",
-                                              "pid", "running", "startedAt", "state"}));
+                                              "pid", "running", "startedAt", "state", "tracking"}));
     EXPECT_EQ(pr["running"], true);
     EXPECT_EQ(pr["cmd"], "sleep 30");
     EXPECT_TRUE(is_iso_time(pr["startedAt"]));

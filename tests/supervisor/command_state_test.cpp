@@ -31,6 +31,8 @@ constexpr Cell kExpected[] = {
     {S::empty, E::grace_over, S::empty, A::none},
     {S::empty, E::ended, S::empty, A::none},
     {S::empty, E::unreadable, S::error, A::none},
+    {S::empty, E::pause_asked, S::empty, A::none},
+    {S::empty, E::resume_asked, S::empty, A::none},
 
     {S::running, E::started, S::running, A::none},
     {S::running, E::stop_asked, S::stopping, A::send_term},
@@ -39,6 +41,18 @@ constexpr Cell kExpected[] = {
     {S::running, E::grace_over, S::running, A::none},
     {S::running, E::ended, S::exited, A::record_end},
     {S::running, E::unreadable, S::error, A::none},
+    {S::running, E::pause_asked, S::paused, A::freeze},
+    {S::running, E::resume_asked, S::running, A::thaw},
+
+    {S::paused, E::started, S::paused, A::none},
+    {S::paused, E::stop_asked, S::stopping, A::send_term},
+    {S::paused, E::kill_asked, S::killing, A::send_kill},
+    {S::paused, E::timed_out, S::stopping, A::send_term},
+    {S::paused, E::grace_over, S::paused, A::none},
+    {S::paused, E::ended, S::exited, A::record_end},
+    {S::paused, E::unreadable, S::error, A::none},
+    {S::paused, E::pause_asked, S::paused, A::freeze},
+    {S::paused, E::resume_asked, S::running, A::thaw},
 
     {S::stopping, E::started, S::stopping, A::none},
     {S::stopping, E::stop_asked, S::stopping, A::none},
@@ -47,6 +61,8 @@ constexpr Cell kExpected[] = {
     {S::stopping, E::grace_over, S::killing, A::send_kill},
     {S::stopping, E::ended, S::exited, A::record_end},
     {S::stopping, E::unreadable, S::error, A::none},
+    {S::stopping, E::pause_asked, S::stopping, A::none},
+    {S::stopping, E::resume_asked, S::stopping, A::none},
 
     {S::killing, E::started, S::killing, A::none},
     {S::killing, E::stop_asked, S::killing, A::none},
@@ -55,6 +71,8 @@ constexpr Cell kExpected[] = {
     {S::killing, E::grace_over, S::killing, A::send_kill},
     {S::killing, E::ended, S::exited, A::record_end},
     {S::killing, E::unreadable, S::error, A::none},
+    {S::killing, E::pause_asked, S::killing, A::none},
+    {S::killing, E::resume_asked, S::killing, A::none},
 
     {S::exited, E::started, S::running, A::none},
     {S::exited, E::stop_asked, S::exited, A::none},
@@ -63,6 +81,8 @@ constexpr Cell kExpected[] = {
     {S::exited, E::grace_over, S::exited, A::none},
     {S::exited, E::ended, S::exited, A::none},
     {S::exited, E::unreadable, S::exited, A::none},
+    {S::exited, E::pause_asked, S::exited, A::none},
+    {S::exited, E::resume_asked, S::exited, A::none},
 
     {S::error, E::started, S::running, A::none},
     {S::error, E::stop_asked, S::error, A::none},
@@ -71,6 +91,8 @@ constexpr Cell kExpected[] = {
     {S::error, E::grace_over, S::error, A::none},
     {S::error, E::ended, S::error, A::none},
     {S::error, E::unreadable, S::error, A::none},
+    {S::error, E::pause_asked, S::error, A::none},
+    {S::error, E::resume_asked, S::error, A::none},
 };
 
 TEST(CommandStateTable, EveryCell) {
@@ -86,10 +108,12 @@ TEST(CommandStateTable, EveryCell) {
     for (int e = 0; e < sup::kCommandEvents; ++e) EXPECT_TRUE(seen[s][e]) << s << " x " << e;
 }
 
-// The names are the contract's (status.json): a stop under way is running.
+// The names are the contract's (status.json): a stop under way is running,
+// and so is a paused command.
 TEST(CommandStateTable, NamesAndKinds) {
   const std::tuple<S, const char*, bool, bool> kRows[] = {
       {S::empty, "empty", false, false},      {S::running, "running", true, false},
+      {S::paused, "paused", true, false},
       {S::stopping, "running", true, false},  {S::killing, "running", true, false},
       {S::exited, "exited", false, true},     {S::error, "error", false, true},
   };

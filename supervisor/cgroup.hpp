@@ -1,0 +1,110 @@
+#pragma once
+// The kernel's tracking of a command: one cgroup v2 per command, below a
+// subtree of the daemon's own. Membership is exact (setsid, double forks
+// and a cleared environment change nothing), `cgroup.kill` ends every
+// member at once, `cgroup.events` says `populated 0` when the last one has
+// gone (poll(2) POLLPRI / inotify IN_MODIFY on it: an event, not a poll),
+// `cgroup.freeze` pauses them all, `cpu.stat` and `memory.events` count.
+//
+// libc and the C++ standard library only, no exceptions thrown: the daemon
+// and the (static) monitor both link it. Errors are errno values (0: done),
+// with words where a user will read them.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sup {
+
+/// Where a supervisor makes its commands' cgroups.
+struct CgroupHierarchy {
+  std::string base;      ///< the writable cgroup found (own, delegated, or given)
+  /// base/sbxfs-KEY: every command's cgroup is a child of it. Made with the
+  /// first command's, removed with the last one's (so that a daemon killed
+  /// leaves nothing behind), made again as needed.
+  std::string subtree;
+  std::vector<std::string> controllers;  ///< of memory, cpu, pids: those enabled for the commands
+  bool has(const std::string& controller) const;
+};
+
+/// Finds and prepares the hierarchy. `mode`: "" finds one (the daemon's
+/// own cgroup in the cgroup2 mount, when writable: a delegated one, or a
+/// hybrid layout's /sys/fs/cgroup/unified), "off" none, else a cgroup v2
+/// directory to use. `key` names this supervisor's subtree (stable across
+/// restarts: commands are taken back through their recorded paths).
+/// nullopt with `why` when there is none (then processes are tracked as a tree).
+/// Where the base holds processes and its controllers cannot be enabled
+/// below it (a delegated unit's cgroup), the calling process moves itself to
+/// base/daemon first, as cgroup v2's no-internal-process rule requires.
+std::optional<CgroupHierarchy> find_cgroup_hierarchy(const std::string& mode, const std::string& key,
+                                                     std::string* why);
+/// Removes the subtree when nothing is left in it (at shutdown).
+void release_cgroup_hierarchy(const CgroupHierarchy& h);
+/// A short stable name for `text` (the state directory): 16 hex digits.
+std::string cgroup_key(const std::string& text);
+
+/// One command's cgroup, by path. Copyable; holds no fd.
+class Cgroup {
+ public:
+  Cgroup() = default;
+  explicit Cgroup(std::string path) : path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+  bool empty() const { return path_.empty(); }
+
+  /// mkdir; an empty leftover of that name is removed and made again.
+  /// EBUSY when a populated one is in the way.
+  int create() const;
+  /// rmdir, child cgroups first; then the parent too when it is a
+  /// supervisor's subtree (sbxfs-*) left empty. ENOENT counts as done.
+  int remove() const;
+  bool exists() const;
+
+  /// cgroup.procs opened for writing: a child writes "0" to it between fork
+  /// and exec to join (write(2) is async-signal-safe).
+  int open_procs() const;
+  /// cgroup.events, for poll(2) POLLPRI (or inotify IN_MODIFY); read it
+  /// (pread at 0) after each event, which re-arms it.
+  int open_events() const;
+  /// `populated 1` in cgroup.events; false when gone or unreadable.
+  bool populated() const;
+  /// Same, from an fd of open_events().
+  static bool populated(int events_fd);
+  /// Blocks up to `limit` for `populated 0` (an event on cgroup.events).
+  bool wait_empty(std::chrono::milliseconds limit) const;
+
+  /// The pids in cgroup.procs.
+  std::vector<pid_t> members() const;
+  /// Sends `sig` (then SIGCONT when also_cont) to every member, each
+  /// through a pidfd that is checked to still be a member (no reused pid
+  /// is hit). Returns how many were signalled.
+  std::size_t signal_members(int sig, bool also_cont = false) const;
+  /// cgroup.kill: SIGKILL to every member, forks included. ENOENT where the
+  /// kernel has no cgroup.kill (before 5.14).
+  int kill() const;
+  /// cgroup.freeze 1 / 0.
+  int freeze(bool on) const;
+  /// cgroup.freeze reads 1.
+  bool frozen() const;
+
+  /// usage_usec of cpu.stat (every member's, the gone ones' included).
+  std::optional<std::uint64_t> cpu_usec() const;
+  /// oom_kill of memory.events; nullopt without the memory controller.
+  std::optional<std::uint64_t> oom_kills() const;
+  /// Writes `value` to FILE (memory.max, cpu.max, pids.max...).
+  int set(const char* file, const std::string& value) const;
+
+ private:
+  std::string path_;
+};
+
+/// Makes a command's cgroup NAME in the subtree (and the subtree first,
+/// with its controllers, when it is not there). Fills `out`; 0 or an errno.
+int create_command_cgroup(const CgroupHierarchy& h, const std::string& name, Cgroup* out);
+
+/// The text of a small cgroup file (nullopt when it cannot be read).
+std::optional<std::string> read_cgroup_file(const std::string& path);
+
+}  // namespace sup

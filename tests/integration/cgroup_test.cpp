@@ -1,0 +1,364 @@
+// Processes tracked by the kernel: a cgroup per command (where cgroup v2 is
+// writable), and the process-tree tracking kept with -o cgroup=off.
+//
+// The cgroups are the daemon's own: every one of them lies below the
+// subtree root status.json names (supervisor.cgroup), and after each test
+// nothing of that subtree is left.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::vector<pid_t> pids_in(const std::string& file) {
+  std::vector<pid_t> out;
+  std::istringstream in(read_file(file).data);
+  pid_t p;
+  while (in >> p) out.push_back(p);
+  return out;
+}
+
+// "0::/PATH" of /proc/PID/cgroup.
+std::string v2_cgroup_of(pid_t pid) {
+  std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/cgroup").data);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  return "";
+}
+
+/// A command whose last process did setsid, a double fork, closed every fd
+/// and cleared its environment: it writes its pid to `pidfile`, then sleeps
+/// `secs`. The command's root sleeps too (`root_secs`; 0: exits at once).
+std::string escapee_request(const std::string& pidfile, int secs, int root_secs) {
+  const std::string py =
+      "import os\n"
+      "if os.fork() == 0:\n"
+      "    os.setsid()\n"
+      "    if os.fork() == 0:\n"
+      "        with open('" + pidfile + "', 'w') as f: f.write(str(os.getpid()))\n"
+      "        os.closerange(0, 65536)\n"
+      "        os.execve('/bin/sleep', ['sleep', '" + std::to_string(secs) + "'], {})\n"
+      "    os._exit(0)\n";
+  json req = {{"argv", {"/bin/sh", "-c", "\"$0\" -c \"$1\"; wait; sleep " + std::to_string(root_secs), python_path(), py}}};
+  return req.dump();
+}
+
+/// Both trackings' tests: commands with an escapee.
+class TrackingTest : public SbxfsTest {
+ protected:
+  /// Starts escapee_request(); `escapee` gets the escapee's pid once it
+  /// runs. Returns the bgId ("" with a failure).
+  std::string start_escapee(int secs, int root_secs, pid_t* escapee) {
+    const std::string pidfile = dir_ + "/escapee";
+    std::string id = start(escapee_request(pidfile, secs, root_secs));
+    if (id.empty()) return id;
+    if (!wait_until([&] { return pids_in(pidfile).size() == 1; }, 5s)) {
+      ADD_FAILURE() << "the escapee did not start";
+      return "";
+    }
+    *escapee = pids_in(pidfile)[0];
+    return id;
+  }
+};
+
+class CgroupTest : public TrackingTest {
+ protected:
+  void SetUp() override {
+    SbxfsTest::SetUp();
+    if (HasFatalFailure()) return;
+    json sup = root_status()["supervisor"];
+    if (sup["tracking"] != "cgroup")
+      GTEST_SKIP() << "no writable cgroup v2 here (" << sup["cgroup"] << "): cgroup tracking not tested";
+    subtree_ = sup["cgroup"].get<std::string>();
+  }
+  void TearDown() override {
+    SbxfsTest::TearDown();
+    if (subtree_.empty()) return;
+    // Every command's cgroup is removed with its record, the subtree with the daemon.
+    if (!wait_until([&] { return !exists(subtree_); }, 5s)) {
+      ADD_FAILURE() << "cgroups left behind in " << subtree_ << ": " << ::testing::PrintToString(list_dir(subtree_));
+      for (auto& c : list_dir(subtree_)) {
+        if (c.rfind("cmd-", 0) != 0) continue;
+        (void)write_file(subtree_ + "/" + c + "/cgroup.kill", "1");
+        wait_until([&] { return rmdir_errno(subtree_ + "/" + c) == 0; }, 5s);
+      }
+      rmdir_errno(subtree_);
+    }
+  }
+  /// Starts a request that should be refused; returns bash's stderr.
+  std::string refused(const std::string& request) {
+    auto r = bash("printf '%s\\n' \"$SBX_REQ\" > \"$MNT/cmd\"", 10, {{"SBX_REQ", request}});
+    EXPECT_NE(r.code, 0) << "accepted: " << request;
+    return r.err;
+  }
+  std::string subtree_;
+};
+
+TEST_F(CgroupTest, EveryRecordSaysHowItIsTracked) {
+  std::string id = start(R"({"argv": ["sleep", "30"]})");
+  ASSERT_FALSE(id.empty());
+  json s = status_json(id);
+  EXPECT_EQ(s["tracking"], "cgroup");
+  ASSERT_TRUE(s["cgroup"].is_string());
+  const std::string cg = s["cgroup"];
+  EXPECT_EQ(cg.rfind(subtree_ + "/cmd-" + id + "-", 0), 0u) << cg;
+  // The command's root is a member from its exec on.
+  EXPECT_EQ(pids_in(cg + "/cgroup.procs"), std::vector<pid_t>{s["pid"].get<pid_t>()});
+  // The root list says it too.
+  bool listed = false;
+  const json root = root_status();
+  for (auto& e : root["procs"])
+    if (e["bgId"] == id) listed = e["tracking"] == "cgroup";
+  EXPECT_TRUE(listed) << root.dump();
+  EXPECT_EQ(run("echo > \"$MNT/procs/$ID/stop\"", 10, {{"ID", id}}).code, 0);
+  EXPECT_FALSE(exists(cg)) << "the cgroup goes with the record's end";
+}
+
+TEST_F(CgroupTest, AProcessThatLeftEverythingBehindIsAMemberAndIsStopped) {
+  pid_t escapee = 0;
+  std::string id = start_escapee(60, 60, &escapee);
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return read_file("/proc/" + std::to_string(escapee) + "/environ").data.empty(); }, 5s));
+  json s = status_json(id);
+  EXPECT_NE(::getsid(escapee), s["pid"].get<pid_t>()) << "it left the command's session";
+  const std::string cg = s["cgroup"];
+  std::vector<pid_t> members = pids_in(cg + "/cgroup.procs");
+  EXPECT_NE(std::find(members.begin(), members.end(), escapee), members.end()) << "listed as the command's";
+  const std::string rel = v2_cgroup_of(escapee);  // relative to the cgroup2 mount
+  EXPECT_TRUE(!rel.empty() && cg.size() > rel.size() && cg.compare(cg.size() - rel.size(), rel.size(), rel) == 0)
+      << rel << " vs " << cg;
+
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(r.seconds, 4.0) << "TERM reached every member: no grace needed";
+  EXPECT_FALSE(pid_alive(escapee));
+  s = status_json(id);
+  EXPECT_EQ(s["running"], false);
+  EXPECT_EQ(s["endReason"], "stopped");
+  EXPECT_FALSE(exists(cg));
+}
+
+TEST_F(CgroupTest, RunningUntilTheLastMemberEnds) {
+  // The root exits at once; a member that left its session and closed its
+  // output lives on for a second and a half: the record runs until it ends.
+  pid_t late = 0;
+  std::string id = start_escapee(2, 0, &late);
+  ASSERT_FALSE(id.empty());
+  json s = status_json(id);
+  const pid_t root = s["pid"];
+  ASSERT_TRUE(wait_until([&] { return !pid_alive(root); }, 5s));
+  EXPECT_TRUE(pid_alive(late));
+  EXPECT_EQ(status_json(id)["running"], true) << "a member is left";
+  wait_json(id, 10);  // returns on the event
+  EXPECT_FALSE(pid_alive(late));
+  s = status_json(id);
+  EXPECT_EQ(s["running"], false);
+  EXPECT_EQ(s["exitCode"], 0) << s.dump();
+}
+
+TEST_F(CgroupTest, CpuComesFromTheCgroup) {
+  std::string id = start("while :; do :; done");
+  ASSERT_FALSE(id.empty());
+  EXPECT_TRUE(wait_until([&] { return status_json(id)["cpu"].get<double>() > 10; }, 5s, 200ms))
+      << status_json(id).dump();
+}
+
+TEST_F(CgroupTest, StopPausesWithTheFreezerAndContThaws) {
+  const std::string ticks = dir_ + "/ticks";
+  std::string id = start("while :; do echo x >> '" + ticks + "'; sleep 0.02; done");
+  ASSERT_FALSE(id.empty());
+  const std::string cg = status_json(id)["cgroup"];
+  ASSERT_TRUE(wait_until([&] { return !read_file(ticks).data.empty(); }, 5s));
+  ASSERT_EQ(run("echo STOP > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}}).code, 0);
+  json s = status_json(id);
+  EXPECT_EQ(s["state"], "paused");
+  EXPECT_EQ(s["running"], true);
+  ASSERT_TRUE(wait_until([&] { return read_file(cg + "/cgroup.events").data.find("frozen 1") != std::string::npos; }, 5s));
+  const std::size_t frozen_at = read_file(ticks).data.size();
+  ::usleep(200 * 1000);  // not a synchronisation: nothing may happen meanwhile
+  EXPECT_EQ(read_file(ticks).data.size(), frozen_at) << "a frozen command does not run";
+
+  ASSERT_EQ(run("echo CONT > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}}).code, 0);
+  EXPECT_EQ(status_json(id)["state"], "running");
+  EXPECT_TRUE(wait_until([&] { return read_file(ticks).data.size() > frozen_at; }, 5s)) << "thawed, it runs on";
+
+  // A stop of a paused command thaws it to deliver the TERM.
+  ASSERT_EQ(run("echo STOP > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}}).code, 0);
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_LT(r.seconds, 4.0);
+  EXPECT_EQ(status_json(id)["endReason"], "stopped");
+}
+
+TEST_F(CgroupTest, LimitsNeedTheirControllers) {
+  // This machine's cgroup v2 may offer none of them (a hybrid layout keeps
+  // memory, cpu and pids on v1): each is then EINVAL, naming the controller.
+  for (auto [key, value, controller] : {std::tuple{"memoryMax", "33554432", "memory"}, std::tuple{"cpuMax", "50", "cpu"},
+                                        std::tuple{"pidsMax", "10", "pids"}}) {
+    const std::string req = std::string(R"({"cmd": "true", "limits": {")") + key + "\": " + value + "}}";
+    auto r = bash("printf '%s\\n' \"$SBX_REQ\" > \"$MNT/cmd\"", 10, {{"SBX_REQ", req}});
+    if (r.code == 0) continue;  // enabled here
+    EXPECT_NE(r.err.find("Invalid argument"), std::string::npos) << r.err;
+    ASSERT_FALSE(errors().empty());
+    const std::string line = errors().back().dump();
+    EXPECT_NE(line.find(std::string("the ") + controller + " controller"), std::string::npos) << line;
+  }
+  EXPECT_NE(refused(R"({"cmd": "true", "limits": {"memMax": 1}})").find("Invalid argument"), std::string::npos);
+  EXPECT_NE(refused(R"({"cmd": "true", "limits": {"pidsMax": 0}})").find("Invalid argument"), std::string::npos);
+  EXPECT_NE(refused(R"({"cmd": "true", "limits": 5})").find("Invalid argument"), std::string::npos);
+}
+
+TEST_F(CgroupTest, AMemoryLimitExceededIsOomKilled) {
+  const std::string req = json{{"argv", {python_path(), "-c", "b = bytearray(256 << 20); print(len(b))"}},
+                               {"limits", {{"memoryMax", 32 << 20}}}}
+                              .dump();
+  auto r = bash("exec 3<>\"$MNT/cmd\" && printf '%s\\n' \"$SBX_REQ\" >&3 && read -r id <&3 && echo \"$id\"", 10,
+                {{"SBX_REQ", req}});
+  if (r.code != 0) GTEST_SKIP() << "the memory controller is not enabled for sbxfs's cgroups here: " << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  wait_json(id, 20);
+  EXPECT_EQ(status_json(id)["endReason"], "oomKilled") << status_json(id).dump();
+}
+
+TEST_F(CgroupTest, APidsLimitRefusesForks) {
+  const std::string req = json{{"cmd", "for i in 1 2 3 4 5 6 7 8; do sleep 3 & done; wait"}, {"limits", {{"pidsMax", 4}}}}.dump();
+  auto r = bash("exec 3<>\"$MNT/cmd\" && printf '%s\\n' \"$SBX_REQ\" >&3 && read -r id <&3 && echo \"$id\"", 10,
+                {{"SBX_REQ", req}});
+  if (r.code != 0) GTEST_SKIP() << "the pids controller is not enabled for sbxfs's cgroups here: " << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  EXPECT_TRUE(wait_until([&] { return log(id).find("Resource temporarily unavailable") != std::string::npos ||
+                                      log(id).find("retry") != std::string::npos; }, 5s))
+      << log(id);
+  run("echo > \"$MNT/procs/$ID/stop\"", 10, {{"ID", id}});
+}
+
+TEST_F(CgroupTest, ADaemonKilledWithNineTakesItsCommandsBack) {
+  pid_t escapee = 0;
+  std::string id = start_escapee(60, 60, &escapee);
+  ASSERT_FALSE(id.empty());
+  const std::string cg = status_json(id)["cgroup"];
+  ASSERT_TRUE(restart_daemon());
+  json s = status_json(id);
+  EXPECT_EQ(s["running"], true);
+  EXPECT_EQ(s["tracking"], "cgroup");
+  EXPECT_EQ(s["cgroup"], cg);
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(pid_alive(escapee));
+  EXPECT_EQ(status_json(id)["endReason"], "stopped");
+  EXPECT_FALSE(exists(cg));
+}
+
+TEST_F(CgroupTest, AMonitorKilledWithNineLeavesNoMemberBehind) {
+  // Without the monitor (its subreaper), an escapee with no environment
+  // and no session of the command's is found only through its cgroup.
+  pid_t escapee = 0;
+  std::string id = start_escapee(60, 60, &escapee);
+  ASSERT_FALSE(id.empty());
+  const std::string cg = status_json(id)["cgroup"];
+  json m = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data);
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["cgroup"], cg) << "the record keeps its cgroup";
+  ASSERT_EQ(::kill(m["monitorPid"].get<pid_t>(), SIGKILL), 0);
+  json s = wait_ended(id, 15s);
+  EXPECT_EQ(s["endReason"], "unknown");
+  EXPECT_FALSE(pid_alive(escapee)) << "the escapee outlived its monitor";
+  // The root sh and its sleep, and the escapee.
+  EXPECT_NE(s["endNote"].get<std::string>().find("3 process(es)"), std::string::npos) << s.dump();
+  EXPECT_FALSE(exists(cg));
+}
+
+TEST_F(CgroupTest, AGivenHierarchyThatIsNoCgroupIsRefusedAtStart) {
+  ASSERT_EQ(mkdir_errno(dir_ + "/mnt2"), 0);
+  auto r = run_argv({SBXFS_PATH, "-f", "--state-dir", dir_ + "/state2", "-o", "cgroup=" + dir_, dir_ + "/mnt2"}, 10);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE((r.out + r.err).find("is not a directory of a cgroup v2 filesystem"), std::string::npos) << r.out << r.err;
+  // The hierarchy found by itself, given by name, is the same.
+  kill_daemon(SIGTERM);
+  ASSERT_TRUE(start_daemon({"-o", "cgroup=" + subtree_.substr(0, subtree_.rfind('/'))}));
+  EXPECT_EQ(root_status()["supervisor"]["cgroup"], subtree_);
+}
+
+// ---- -o cgroup=off: the process-tree tracking, unchanged ----
+
+class ProcTreeTest : public TrackingTest {
+ protected:
+  ProcTreeTest() { daemon_options_ = {"-o", "cgroup=off"}; }
+};
+
+TEST_F(ProcTreeTest, EveryRecordSaysHowItIsTracked) {
+  EXPECT_EQ(root_status()["supervisor"]["tracking"], "proctree");
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  json s = status_json(id);
+  EXPECT_EQ(s["tracking"], "proctree");
+  EXPECT_FALSE(s.contains("cgroup"));
+}
+
+TEST_F(ProcTreeTest, ASetsidDoubleForkIsStoppedWhileItsMonitorLives) {
+  pid_t escapee = 0;
+  std::string id = start_escapee(60, 60, &escapee);
+  ASSERT_FALSE(id.empty());
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(pid_alive(escapee));
+  EXPECT_EQ(status_json(id)["endReason"], "stopped");
+}
+
+TEST_F(ProcTreeTest, RunningUntilTheLastProcessEnds) {
+  pid_t late = 0;
+  std::string id = start_escapee(2, 0, &late);
+  ASSERT_FALSE(id.empty());
+  const pid_t root = status_json(id)["pid"];
+  ASSERT_TRUE(wait_until([&] { return !pid_alive(root); }, 5s));
+  EXPECT_EQ(status_json(id)["running"], true);
+  wait_json(id, 10);
+  EXPECT_FALSE(pid_alive(late));
+  EXPECT_EQ(status_json(id)["exitCode"], 0);
+}
+
+TEST_F(ProcTreeTest, StopIsPausedAndContRuns) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  const pid_t root = status_json(id)["pid"];
+  ASSERT_EQ(run("echo STOP > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}}).code, 0);
+  EXPECT_EQ(status_json(id)["state"], "paused");
+  EXPECT_TRUE(wait_until([&] { return read_file("/proc/" + std::to_string(root) + "/stat").data.find(") T ") != std::string::npos; }, 5s));
+  ASSERT_EQ(run("echo CONT > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}}).code, 0);
+  EXPECT_EQ(status_json(id)["state"], "running");
+}
+
+TEST_F(ProcTreeTest, LimitsNeedCgroupTracking) {
+  auto r = bash("printf '%s\\n' '{\"cmd\": \"true\", \"limits\": {\"pidsMax\": 5}}' > \"$MNT/cmd\"", 10);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("Invalid argument"), std::string::npos) << r.err;
+  ASSERT_FALSE(errors().empty());
+  EXPECT_NE(errors().back().dump().find("cgroup=off"), std::string::npos) << errors().back().dump();
+}
+
+TEST_F(ProcTreeTest, ADaemonKilledWithNineTakesItsCommandsBack) {
+  std::string id = start("sleep 60");
+  ASSERT_FALSE(id.empty());
+  const pid_t root = status_json(id)["pid"];
+  ASSERT_TRUE(restart_daemon());
+  EXPECT_EQ(status_json(id)["tracking"], "proctree");
+  EXPECT_EQ(run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}}).code, 0);
+  EXPECT_FALSE(pid_alive(root));
+}
+
+}  // namespace
+}  // namespace sbxit

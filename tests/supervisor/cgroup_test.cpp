@@ -1,0 +1,138 @@
+// supervisor/cgroup: the layer on real cgroups, made only in a subtree of
+// this test's own (found as the supervisor finds one) and removed after.
+#include "supervisor/cgroup.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "supervisor/cgroup_limits.hpp"
+#include "supervisor/spec.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+class CgroupLayerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    auto h = sup::find_cgroup_hierarchy("", sup::cgroup_key("cgroup-layer-test-" + std::to_string(::getpid())), &why);
+    if (!h) GTEST_SKIP() << "no writable cgroup v2 here: " << why;
+    h_ = *h;
+  }
+  void TearDown() override {
+    if (!cg_.empty()) {
+      cg_.kill();
+      cg_.wait_empty(5s);
+      EXPECT_EQ(cg_.remove(), 0);
+      EXPECT_FALSE(cg_.exists());
+      EXPECT_FALSE(sup::Cgroup(h_.subtree).exists()) << "the subtree goes with its last cgroup";
+    }
+  }
+  /// A child that joins cg_ (as the monitor's child does) and runs `sh -c script`.
+  pid_t spawn_in(const std::string& script) {
+    int procs = cg_.open_procs();
+    EXPECT_GE(procs, 0);
+    pid_t p = ::fork();
+    if (p == 0) {
+      if (::write(procs, "0", 1) != 1) ::_exit(126);
+      ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(procs);
+    return p;
+  }
+  sup::CgroupHierarchy h_;
+  sup::Cgroup cg_;
+};
+
+TEST(CgroupHierarchyTest, OffAndAPathThatIsNoCgroupGiveNone) {
+  std::string why;
+  EXPECT_FALSE(sup::find_cgroup_hierarchy("off", "k", &why));
+  EXPECT_NE(why.find("cgroup=off"), std::string::npos);
+  EXPECT_FALSE(sup::find_cgroup_hierarchy("/tmp", "k", &why));
+  EXPECT_NE(why.find("not a directory of a cgroup v2 filesystem"), std::string::npos) << why;
+  EXPECT_EQ(sup::cgroup_key("/var/lib/sbxfs"), sup::cgroup_key("/var/lib/sbxfs"));
+  EXPECT_NE(sup::cgroup_key("/var/lib/sbxfs"), sup::cgroup_key("/var/lib/sbxfs2"));
+  EXPECT_EQ(sup::cgroup_key("x").size(), 16u);
+}
+
+TEST_F(CgroupLayerTest, MembersAreKilledAndTheEmptyEventComes) {
+  ASSERT_EQ(sup::create_command_cgroup(h_, "cmd-layer-1", &cg_), 0);
+  EXPECT_TRUE(cg_.exists());
+  EXPECT_FALSE(cg_.populated());
+  // A shell with a setsid'd grandchild: both are members.
+  pid_t p = spawn_in("setsid sleep 60 & exec sleep 60");
+  for (int i = 0; i < 200 && cg_.members().size() < 2; ++i) ::usleep(10000);
+  EXPECT_TRUE(cg_.populated());
+  EXPECT_EQ(cg_.members().size(), 2u);
+  EXPECT_FALSE(cg_.wait_empty(50ms));
+  EXPECT_EQ(cg_.kill(), 0);
+  EXPECT_TRUE(cg_.wait_empty(5s)) << "populated 0 is an event";
+  int st = 0;
+  ASSERT_EQ(::waitpid(p, &st, 0), p);
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+TEST_F(CgroupLayerTest, SignalsReachEveryMemberAndFreezeHoldsThem) {
+  ASSERT_EQ(sup::create_command_cgroup(h_, "cmd-layer-2", &cg_), 0);
+  pid_t p = spawn_in("exec sleep 60");
+  for (int i = 0; i < 100 && cg_.members().empty(); ++i) ::usleep(10000);
+  EXPECT_EQ(cg_.freeze(true), 0);
+  EXPECT_TRUE(cg_.frozen());
+  EXPECT_EQ(cg_.freeze(false), 0);
+  EXPECT_FALSE(cg_.frozen());
+  EXPECT_EQ(cg_.signal_members(SIGTERM), 1u);
+  int st = 0;
+  ASSERT_EQ(::waitpid(p, &st, 0), p);
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+  EXPECT_TRUE(cg_.wait_empty(5s));
+  EXPECT_TRUE(cg_.cpu_usec().has_value()) << "cpu.stat exists without the cpu controller";
+}
+
+TEST_F(CgroupLayerTest, ALeftoverOfTheSameNameIsReplacedWhenEmpty) {
+  ASSERT_EQ(sup::create_command_cgroup(h_, "cmd-layer-3", &cg_), 0);
+  sup::Cgroup again;
+  EXPECT_EQ(sup::create_command_cgroup(h_, "cmd-layer-3", &again), 0);
+  EXPECT_EQ(again.path(), cg_.path());
+}
+
+TEST_F(CgroupLayerTest, LimitsNameTheControllerThatIsMissing) {
+  sup::Limits l;
+  l.pids_max = 5;
+  EXPECT_NE(sup::limits_refused(l, nullptr, "turned off").value_or("").find("turned off"), std::string::npos);
+  sup::CgroupHierarchy none = h_;
+  none.controllers.clear();
+  EXPECT_NE(sup::limits_refused(l, &none, "").value_or("").find("the pids controller"), std::string::npos);
+  sup::CgroupHierarchy all = h_;
+  all.controllers = {"memory", "cpu", "pids"};
+  EXPECT_FALSE(sup::limits_refused(l, &all, ""));
+  EXPECT_FALSE(sup::limits_refused(sup::Limits{}, nullptr, ""));
+}
+
+TEST(LimitsSpecTest, ParsedAndKeptInTheSpec) {
+  auto r = sup::parse_request(R"({"cmd": "true", "limits": {"memoryMax": 1048576, "cpuMax": 50, "pidsMax": 10}})", "/");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.value().limits);
+  EXPECT_EQ(*r.value().limits->memory_max, 1048576u);
+  EXPECT_EQ(*r.value().limits->cpu_max, 50);
+  EXPECT_EQ(*r.value().limits->pids_max, 10u);
+  auto back = sup::spec_from_json(sup::spec_to_json(r.value()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back.value().limits->pids_max, 10u);
+  for (const char* bad : {R"({"cmd": "true", "limits": {"pidsMax": 0}})", R"({"cmd": "true", "limits": {"x": 1}})",
+                          R"({"cmd": "true", "limits": {"memoryMax": -5}})", R"({"cmd": "true", "limits": {"cpuMax": 0}})",
+                          R"({"cmd": "true", "limits": []})"}) {
+    auto b = sup::parse_request(bad, "/");
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(b.error().code, sup::Errc::invalid_argument) << bad;
+  }
+}
+
+}  // namespace
