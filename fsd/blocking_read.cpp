@@ -7,6 +7,10 @@ namespace fsd {
 
 BlockingReadHandle::~BlockingReadHandle() { fs_.parked().unwatch(this); }
 
+std::size_t BlockingReadHandle::tail_bytes_of(const Node& node, std::size_t fallback) {
+  return static_cast<std::size_t>(node.keys().number("tailBytes").value_or(static_cast<std::int64_t>(fallback)));
+}
+
 void BlockingReadHandle::cap_from(const Node& node) {
   if (const std::optional<std::int64_t> sec = node.keys().number("timeoutSec")) cap_at(std::chrono::seconds(*sec));
 }

@@ -23,8 +23,11 @@ namespace fsd {
 
 class BlockingReadHandle : public Handle {
  public:
-  BlockingReadHandle(Filesystem& fs, std::string id, Requester reader, ParkedRequests::Until until)
-      : fs_(fs), id_(std::move(id)), reader_(reader), until_(until), cap_(fs.config().wait_timeout) {}
+  /// `timeoutSec` in the name of `node` (node.params), when given, is the cap.
+  BlockingReadHandle(Filesystem& fs, const Node& node, Requester reader, ParkedRequests::Until until)
+      : fs_(fs), id_(node.id()), reader_(reader), until_(until), cap_(fs.config().wait_timeout) {
+    cap_from(node);
+  }
   ~BlockingReadHandle() override;
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override;
@@ -41,8 +44,8 @@ class BlockingReadHandle : public Handle {
 
   /// How long a read blocks at most (call before the first read).
   void cap_at(std::chrono::milliseconds cap) { cap_ = cap; }
-  /// `timeoutSec` of the name (node.params), when given, is the cap.
-  void cap_from(const Node& node);
+  /// `tailBytes` in the name of `node`, else `fallback`.
+  static std::size_t tail_bytes_of(const Node& node, std::size_t fallback);
   /// Waits for `c` (this reader's alone) in place of the record's condition
   /// (Until::ready; call before the first read).
   void wait_for(std::unique_ptr<ReaderCondition> c) { own_ = std::move(c); }
@@ -54,6 +57,7 @@ class BlockingReadHandle : public Handle {
   const Requester reader_;  ///< who opened the file (for `mine`)
 
  private:
+  void cap_from(const Node& node);
   Reply answer(ParkedRequests::Outcome why, std::size_t size, off_t off);
   /// The answer is fixed already, or what it waits for holds now.
   bool answer_ready();

@@ -102,9 +102,7 @@ Stream read_end(const std::string& path, std::size_t cap) {
 class OutputHandle : public BlockingReadHandle {
  public:
   OutputHandle(Filesystem& fs, const Node& node, Requester reader)
-      : BlockingReadHandle(fs, node.id(), reader, ParkedRequests::Until::ended), cap_(stream_cap(fs, node)) {
-    cap_from(node);
-  }
+      : BlockingReadHandle(fs, node, reader, ParkedRequests::Until::ended), cap_(stream_cap(fs, node)) {}
 
  private:
   // Up to twice output_max read, escaped and dumped: not on the event thread.

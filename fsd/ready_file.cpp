@@ -25,9 +25,7 @@ namespace {
 class ReadyHandle : public BlockingReadHandle {
  public:
   ReadyHandle(Filesystem& fs, const Node& node, Requester reader)
-      : BlockingReadHandle(fs, node.id(), reader, ParkedRequests::Until::ready),
-        tail_bytes_(static_cast<std::size_t>(node.keys().number("tailBytes").value_or(0))) {
-    cap_from(node);
+      : BlockingReadHandle(fs, node, reader, ParkedRequests::Until::ready), tail_bytes_(tail_bytes_of(node, 0)) {
     if (const std::optional<std::int64_t> port = node.keys().number("readyPort")) {
       sup::ReadyCondition c;
       c.kind = sup::ReadyCondition::Kind::port;

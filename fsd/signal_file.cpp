@@ -5,27 +5,27 @@
 #include <string>
 
 #include "fsd/files.hpp"
+#include "fsd/record_handle.hpp"
 #include "supervisor/signal_names.hpp"
 
 namespace fsd {
 
 namespace {
 
-class SignalHandle : public Handle {
+class SignalHandle : public RecordHandle {
  public:
-  SignalHandle(Filesystem& fs, std::string id) : fs_(fs), id_(std::move(id)) {}
+  SignalHandle(Filesystem& fs, std::string id) : RecordHandle(fs, std::move(id), "signal") {}
 
   Reply write(fuse_req_t, std::string_view data, off_t) override {
-    const std::string path = "procs/" + id_ + "/signal";
     const std::optional<int> parsed = sup::parse_signal(data);
     if (!parsed) {
-      fs_.errors().add(path, EINVAL, "unknown signal (write a number, TERM or SIGTERM)", data, id_);
+      fs_.errors().add(path_, EINVAL, "unknown signal (write a number, TERM or SIGTERM)", data, id_);
       return Reply::error(EINVAL);
     }
     const int sig = *parsed;
     const sup::Status st = fs_.sup().signal(id_, sig);
     if (!st) {
-      fs_.errors().add(path, st.error().code, st.error().message, data, id_);
+      fs_.errors().add(path_, st.error().code, st.error().message, data, id_);
       return Reply::fail(st.error());
     }
     const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
@@ -33,10 +33,6 @@ class SignalHandle : public Handle {
     fs_.note_action("signal", name + (rec ? " " + rec->cmd_full : ""), id_, rec ? &*rec : nullptr);
     return Reply::written(data.size());
   }
-
- private:
-  Filesystem& fs_;
-  const std::string id_;
 };
 
 }  // namespace

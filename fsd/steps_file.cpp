@@ -9,14 +9,15 @@
 #include <mutex>
 
 #include "fsd/files.hpp"
+#include "fsd/record_handle.hpp"
 
 namespace fsd {
 
 namespace {
 
-class StepsHandle : public Handle {
+class StepsHandle : public RecordHandle {
  public:
-  StepsHandle(Filesystem& fs, std::string id) : fs_(fs), id_(std::move(id)) {}
+  StepsHandle(Filesystem& fs, std::string id) : RecordHandle(fs, std::move(id), "steps") {}
 
   // Whole lines are applied in the write that completes them; a last line
   // without "\n" at flush.
@@ -49,20 +50,18 @@ class StepsHandle : public Handle {
     if (!st) return Reply::error(ENOENT);
     const sup::Status ok = fs_.steps().apply(*st, lines);
     if (!ok) {
-      fs_.errors().add("procs/" + id_ + "/steps", ok.error().code, ok.error().message, lines, id_);
+      fs_.errors().add(path_, ok.error().code, ok.error().message, lines, id_);
       return Reply::fail(ok.error());
     }
     return Reply::error(0);
   }
 
   Reply fail(const std::string& why, std::string_view data) {
-    fs_.errors().add("procs/" + id_ + "/steps", EINVAL, why, data, id_);
+    fs_.errors().add(path_, EINVAL, why, data, id_);
     buf_.clear();
     return Reply::error(EINVAL);
   }
 
-  Filesystem& fs_;
-  const std::string id_;
   std::mutex mu_;
   std::string buf_;  // guarded by mu_: an unfinished line
 };

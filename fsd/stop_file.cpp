@@ -9,14 +9,15 @@
 #include <atomic>
 
 #include "fsd/files.hpp"
+#include "fsd/record_handle.hpp"
 
 namespace fsd {
 
 namespace {
 
-class StopHandle : public Handle {
+class StopHandle : public RecordHandle {
  public:
-  StopHandle(Filesystem& fs, std::string id) : fs_(fs), id_(std::move(id)) {}
+  StopHandle(Filesystem& fs, std::string id) : RecordHandle(fs, std::move(id), "stop") {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t) override {
     stopped_ = true;
@@ -33,7 +34,7 @@ class StopHandle : public Handle {
   Reply stop(fuse_req_t req, std::string_view data, Reply done) {
     const sup::Status st = fs_.sup().stop(id_);
     if (!st) {
-      fs_.errors().add("procs/" + id_ + "/stop", st.error().code, st.error().message, data, id_);
+      fs_.errors().add(path_, st.error().code, st.error().message, data, id_);
       return Reply::fail(st.error());
     }
     const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
@@ -45,8 +46,6 @@ class StopHandle : public Handle {
     return Reply::parked();
   }
 
-  Filesystem& fs_;
-  const std::string id_;
   std::atomic<bool> stopped_{false};  // a write or a close stopped it already
 };
 

@@ -19,10 +19,8 @@ namespace {
 class WaitHandle : public BlockingReadHandle {
  public:
   WaitHandle(Filesystem& fs, const Node& node, Requester reader)
-      : BlockingReadHandle(fs, node.id(), reader, ParkedRequests::Until::ended),
-        tail_bytes_(static_cast<std::size_t>(node.keys().number("tailBytes").value_or(Filesystem::kDefaultTailBytes))) {
-    cap_from(node);
-  }
+      : BlockingReadHandle(fs, node, reader, ParkedRequests::Until::ended),
+        tail_bytes_(tail_bytes_of(node, Filesystem::kDefaultTailBytes)) {}
 
  private:
   const std::size_t tail_bytes_;
