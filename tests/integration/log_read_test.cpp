@@ -20,8 +20,12 @@ namespace {
 using LogReadTest = SbxfsTest;
 
 TEST_F(LogReadTest, LargeAndOddReadsMatchTheStateFile) {
-  // 3 MiB + 7 of varied bytes on stdout, a little on stderr.
-  std::string id = start("head -c 3145735 /dev/urandom; echo e >&2");
+  // 3 MiB + 7 of varied bytes on stdout, then a little on stderr once the
+  // log holds all of stdout (the monitor reads the two pipes in any order:
+  // only then is the log stdout's bytes followed by stderr's).
+  std::string id = start("head -c 3145735 /dev/urandom; "
+                         "while [ \"$(stat -c %s \"$SBX_MOUNT/procs/$SBX_BGID/log\")\" -lt 3145735 ]; do sleep 0.01; done; "
+                         "echo e >&2");
   ASSERT_FALSE(id.empty());
   wait_json(id);
   auto r = python(R"(
