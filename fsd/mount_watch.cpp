@@ -64,7 +64,10 @@ MountWatch::~MountWatch() {
 }
 
 bool MountWatch::mounted() const {
-  for (const MountEntry& m : mounts_at(mountpoint_))
+  bool read = false;
+  const std::vector<MountEntry> mounts = mounts_at(mountpoint_, &read);
+  if (!read) return true;  // out of fds, say: no news is not an unmount (the next change looks again)
+  for (const MountEntry& m : mounts)
     if (m.id == mount_.id && m.dev == mount_.dev) return true;
   return false;
 }

@@ -36,9 +36,10 @@ std::string unescape(const std::string& s) {
 
 }  // namespace
 
-std::vector<MountEntry> mounts_at(const std::string& path) {
+std::vector<MountEntry> mounts_at(const std::string& path, bool* read) {
   std::vector<MountEntry> out;
   std::ifstream in("/proc/self/mountinfo");
+  if (read) *read = in.is_open();
   std::string line;
   while (std::getline(in, line)) {
     // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS

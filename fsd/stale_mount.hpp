@@ -22,7 +22,9 @@ struct MountEntry {
 };
 
 /// The mounts at `path` (absolute, normalised), bottom first.
-std::vector<MountEntry> mounts_at(const std::string& path);
+/// `read`, when given, says whether the table could be read at all (out of
+/// file descriptors it cannot: then the empty answer means nothing).
+std::vector<MountEntry> mounts_at(const std::string& path, bool* read = nullptr);
 
 /// Prepares `mountpoint` (absolute) for mounting: lazily unmounts stale FUSE
 /// mounts there (umount2 MNT_DETACH as root, else `fusermount3 -uz`);
