@@ -164,6 +164,9 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
   const bool until_end = (step.kind == "start" || step.kind == "stop") && st && st->running;
   if (step.kind == "start") box_steps_->drop_open(id);
   box_steps_->add(std::move(step), until_end);
+  // The end may have been announced (and the open steps completed) between
+  // the look above and the add: then nothing else completes this one.
+  if (until_end) complete_steps(id);
 }
 
 void Filesystem::note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,

@@ -155,11 +155,10 @@ class Filesystem {
     handles_.clear();
   }
 
-  /// The box's steps of command `id` learn its end, if it has ended
-  /// (again: a step noted after the end was announced).
-  void complete_steps(const std::string& id);
 
  private:
+  /// The box's steps of command `id` learn its end, if it has ended.
+  void complete_steps(const std::string& id);
   void remember(const sup::CommandStatus& st);
   sup::Result<Node> resolve_record(fuse_ino_t ino, Kind kind, std::uint64_t serial, const Requester& who);
   /// resolve() of a name with parameters (an inode of param_nodes_).
