@@ -195,7 +195,7 @@ std::unique_ptr<Handle> open_status(Filesystem& fs, const Node& node, const Open
   const Requester& reader = req.who;
   if (node.kind == Kind::status) return std::make_unique<SnapshotHandle>(supervisor_status(fs, node, reader));
   // The node's record was looked up without a CPU sample; this file shows one.
-  const std::optional<sup::CommandStatus> st = fs.sup().status(node.id());
+  const std::optional<sup::CommandStatus> st = fs.sup().status(node.id(), sup::CpuFigure::sample);
   const sup::CommandStatus& record = st ? *st : *node.record;
   nlohmann::json j = fs.record_json(record, reader);
   if (const std::optional<std::int64_t> n = node.keys().number("tailBytes"))

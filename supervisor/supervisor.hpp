@@ -145,8 +145,9 @@ class Supervisor {
   Status remove(const std::string& id);
 
   /// One record; with CpuFigure::sample its tree's CPU is sampled when the
-  /// last sample is older than a second.
-  std::optional<CommandStatus> status(const std::string& id, CpuFigure cpu = CpuFigure::sample) const;
+  /// last sample is older than a second (only a view that shows `cpu` asks:
+  /// without a cgroup a sample is a walk of /proc).
+  std::optional<CommandStatus> status(const std::string& id, CpuFigure cpu = CpuFigure::skip) const;
   /// Every record, in bgId order (auto ids sort in start order). `cpu` of
   /// the running ones is sampled as CpuSampler::percents says: fresh, within
   /// a time budget per call.
