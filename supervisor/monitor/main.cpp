@@ -13,7 +13,8 @@
 // --log-max: output bytes kept in the log; later output is drained and
 // counted in `dropped` (relay.cpp). Absent or 0 = no limit.
 // --cgroup: an empty cgroup v2 directory made for the command: the command
-// joins it between fork and exec, so none of its processes runs outside;
+// is born in it (clone3 CLONE_INTO_CGROUP; where the kernel cannot, it
+// joins between fork and exec), so none of its processes runs outside;
 // the record ends when it is empty too, and the monitor removes it then
 // (supervisor/cgroup.hpp). monitor.json names it.
 // The command gets the monitor's environment and working directory; ARGV0
@@ -45,6 +46,7 @@
 // stderr, monitor.json, exit.json, dropped. The loop is in monitor_loop.cpp.
 #include "monitor.hpp"
 
+#include "supervisor/cgroup_fork.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/exit_record.hpp"
 #include "supervisor/monitor_ctl.hpp"
@@ -237,7 +239,8 @@ struct itimerspec ms_to_its(uint64_t ms) {
 [[noreturn]] void exec_child(const Args& args, int go_fd, int devnull, int out_w, int err_w, int status_w,
                              int cgroup_procs) {
   char** argv = args.argv;
-  // Into the command's cgroup before anything else runs here.
+  // Into the command's cgroup before anything else runs here (unless it
+  // was born there: then cgroup_procs is -1).
   int join_err = 0;
   if (cgroup_procs >= 0 && ::write(cgroup_procs, "0", 1) != 1) join_err = errno;
   struct sigaction sa;
@@ -361,8 +364,10 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) fail(errno, errmsg("cannot open /dev/null", errno));
   int cgroup_procs = -1;
+  int cgroup_dir = -1;
   if (!args.cgroup.empty()) {
     m.cg = sup::Cgroup(args.cgroup);
+    cgroup_dir = ::open(args.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     cgroup_procs = m.cg.open_procs();
     if (cgroup_procs < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
     m.cg_events = m.cg.open_events();
@@ -383,10 +388,16 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   std::string started_at = sup::iso_now();
   // Forked by the server, stdin is the go socket (server.cpp).
   const int go_fd = detach ? -1 : 0;
-  pid_t root = ::fork();
+  // Born in its cgroup where the kernel can (no migration to pay for), else
+  // forked and joined by cgroup.procs, which then reports the cgroup's error.
+  int join_fd = cgroup_procs;
+  pid_t root = -1;
+  if (cgroup_dir >= 0 && (root = sup::fork_into_cgroup(cgroup_dir)) >= 0) join_fd = -1;
+  if (root < 0) root = ::fork();
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
-  if (root == 0) exec_child(args, go_fd, devnull, outp[1], errp[1], statp[1], cgroup_procs);
+  if (root == 0) exec_child(args, go_fd, devnull, outp[1], errp[1], statp[1], join_fd);
   if (cgroup_procs >= 0) ::close(cgroup_procs);
+  if (cgroup_dir >= 0) ::close(cgroup_dir);
   ::close(outp[1]);
   ::close(errp[1]);
   ::close(statp[1]);
