@@ -23,8 +23,10 @@ namespace sup {
 struct CgroupHierarchy {
   std::string base;      ///< the writable cgroup found (own, delegated, or given)
   /// base/sbxfs-KEY: every command's cgroup is a child of it. Made with the
-  /// first command's, removed with the last one's (so that a daemon killed
-  /// leaves nothing behind), made again as needed.
+  /// first command's, with an empty child `live` that keeps it while the
+  /// daemon runs; at the daemon's exit `live` goes, and the subtree with the
+  /// last command's cgroup (a daemon killed leaves at most the empty
+  /// subtree and `live`, which the next one on the state directory takes over).
   std::string subtree;
   std::vector<std::string> controllers;  ///< of memory, cpu, pids: those enabled for the commands
   bool has(const std::string& controller) const;
@@ -41,7 +43,7 @@ struct CgroupHierarchy {
 /// base/daemon first, as cgroup v2's no-internal-process rule requires.
 std::optional<CgroupHierarchy> find_cgroup_hierarchy(const std::string& mode, const std::string& key,
                                                      std::string* why);
-/// Removes the subtree when nothing is left in it (at shutdown).
+/// Removes `live`, and the subtree when nothing else is left in it (at shutdown).
 void release_cgroup_hierarchy(const CgroupHierarchy& h);
 /// A short stable name for `text` (the state directory): 16 hex digits.
 std::string cgroup_key(const std::string& text);
@@ -91,6 +93,10 @@ class Cgroup {
 
   /// usage_usec of cpu.stat (every member's, the gone ones' included).
   std::optional<std::uint64_t> cpu_usec() const;
+  /// cpu.stat opened for reading, to sample it again and again with one
+  /// pread(2) each (cpu_usec(int)) rather than an open, read and close.
+  int open_cpu_stat() const;
+  static std::optional<std::uint64_t> cpu_usec(int stat_fd);
   /// oom_kill of memory.events; nullopt without the memory controller.
   std::optional<std::uint64_t> oom_kills() const;
   /// Writes `value` to FILE (memory.max, cpu.max, pids.max...).

@@ -126,6 +126,10 @@ TEST_F(CgroupTest, EveryRecordSaysHowItIsTracked) {
   EXPECT_TRUE(listed) << root.dump();
   EXPECT_EQ(run("echo > \"$MNT/procs/$ID/stop\"", 10, {{"ID", id}}).code, 0);
   EXPECT_FALSE(exists(cg)) << "the cgroup goes with the record's end";
+  // The subtree stays for the next start, held by `live` while the daemon
+  // runs (TearDown checks that both go with the daemon).
+  EXPECT_TRUE(exists(subtree_ + "/live"));
+  for (const std::string& e : list_dir(subtree_)) EXPECT_NE(e.rfind("cmd-", 0), 0u) << e << " is left";
 }
 
 TEST_F(CgroupTest, AProcessThatLeftEverythingBehindIsAMemberAndIsStopped) {

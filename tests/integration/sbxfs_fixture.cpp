@@ -691,17 +691,23 @@ void SbxfsTest::kill_leftovers() {
 }
 
 // The cgroups of commands whose monitors were killed here while no daemon
-// ran (a daemon would have removed them), and their subtree once empty.
+// ran (a daemon would have removed them), and their subtree once empty
+// (with `live`, the child a daemon killed here left holding it).
 void SbxfsTest::remove_leftover_cgroups() {
+  std::set<std::string> subtrees;
   for (auto& id : list_dir(state_ + "/procs")) {
     auto j = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data);
     if (!j.is_object() || !j.contains("cgroup") || !j["cgroup"].is_string()) continue;
     const std::string cg = j["cgroup"];
+    subtrees.insert(cg.substr(0, cg.rfind('/')));
     if (stat_errno(cg) != 0) continue;
     (void)write_file(cg + "/cgroup.kill", "1");
     wait_until([&] { return read_file(cg + "/cgroup.events").data.find("populated 0") != std::string::npos; }, 5s);
     rmdir_errno(cg);
-    rmdir_errno(cg.substr(0, cg.rfind('/')));  // EBUSY while others are in it
+  }
+  for (const std::string& subtree : subtrees) {
+    if (daemon_pid() <= 0) rmdir_errno(subtree + "/live");
+    rmdir_errno(subtree);  // EBUSY while others are in it
   }
 }
 

@@ -2,21 +2,35 @@
 // this test's own (found as the supervisor finds one) and removed after.
 #include "supervisor/cgroup.hpp"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "supervisor/cgroup_fork.hpp"
 #include "supervisor/cgroup_limits.hpp"
 #include "supervisor/spec.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 class CgroupLayerTest : public ::testing::Test {
  protected:
@@ -32,8 +46,10 @@ class CgroupLayerTest : public ::testing::Test {
       cg_.wait_empty(5s);
       EXPECT_EQ(cg_.remove(), 0);
       EXPECT_FALSE(cg_.exists());
-      EXPECT_FALSE(sup::Cgroup(h_.subtree).exists()) << "the subtree goes with its last cgroup";
+      EXPECT_TRUE(sup::Cgroup(h_.subtree).exists()) << "`live` holds the subtree while the supervisor runs";
     }
+    sup::release_cgroup_hierarchy(h_);
+    EXPECT_FALSE(sup::Cgroup(h_.subtree).exists()) << "the subtree goes with the supervisor, nothing left in it";
   }
   /// A child that joins cg_ (as the monitor's child does) and runs `sh -c script`.
   pid_t spawn_in(const std::string& script) {
@@ -101,6 +117,36 @@ TEST_F(CgroupLayerTest, ALeftoverOfTheSameNameIsReplacedWhenEmpty) {
   sup::Cgroup again;
   EXPECT_EQ(sup::create_command_cgroup(h_, "cmd-layer-3", &again), 0);
   EXPECT_EQ(again.path(), cg_.path());
+}
+
+TEST_F(CgroupLayerTest, AChildForkedIntoTheCgroupIsBornThere) {
+  ASSERT_EQ(sup::create_command_cgroup(h_, "cmd-layer-born", &cg_), 0);
+  const int dir = ::open(cg_.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t p = sup::fork_into_cgroup(dir);
+  if (p < 0 && (errno == ENOSYS || errno == E2BIG)) {
+    ::close(dir);
+    GTEST_SKIP() << "no clone3 CLONE_INTO_CGROUP in this kernel";
+  }
+  ASSERT_GE(p, 0) << std::strerror(errno);
+  if (p == 0) {  // already a member: no write to cgroup.procs
+    char c = 0;
+    ::close(ready[1]);
+    (void)!::read(ready[0], &c, 1);
+    ::_exit(0);
+  }
+  ::close(dir);
+  ::close(ready[0]);
+  EXPECT_TRUE(cg_.populated());
+  EXPECT_EQ(cg_.members(), std::vector<pid_t>{p});
+  const std::string line = read_text("/proc/" + std::to_string(p) + "/cgroup");
+  EXPECT_NE(line.find(cg_.path().substr(cg_.path().find("/sbxfs-"))), std::string::npos) << line;
+  ::close(ready[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(p, &status, 0), p);
+  EXPECT_TRUE(cg_.wait_empty(5s));
 }
 
 TEST_F(CgroupLayerTest, LimitsNameTheControllerThatIsMissing) {
