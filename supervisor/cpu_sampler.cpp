@@ -32,8 +32,19 @@ void CpuSampler::take(const Tree& t, const std::vector<ProcEntry>& all) {
   if (t.cgroup.empty()) {
     ticks = tree_cpu_ticks(t.monitor, all, &started);
   } else {  // the kernel's count: one read, however many processes
-    ticks = Cgroup(t.cgroup).cpu_usec().value_or(0) * static_cast<std::uint64_t>(hz) / 1000000;
-    started = process_start_time(t.monitor).value_or(0);
+    std::shared_ptr<UniqueFd> stat;
+    bool first = false;
+    {
+      std::lock_guard g(mu_);
+      auto it = samples_.find(t.id);
+      if (it == samples_.end()) return;  // forgotten meanwhile
+      if (!it->second.cpu_stat) it->second.cpu_stat = std::make_shared<UniqueFd>(Cgroup(t.cgroup).open_cpu_stat());
+      stat = it->second.cpu_stat;
+      first = it->second.at == Clock::time_point{};
+    }
+    const std::optional<std::uint64_t> usec = *stat ? Cgroup::cpu_usec(stat->get()) : Cgroup(t.cgroup).cpu_usec();
+    ticks = usec.value_or(0) * static_cast<std::uint64_t>(hz) / 1000000;
+    if (first) started = process_start_time(t.monitor).value_or(0);  // only the first sample needs it
   }
   const auto now = Clock::now();
   timespec boot{};
@@ -65,7 +76,7 @@ double CpuSampler::percent(const Tree& t) {
     if (!stale(s, Clock::now())) return s.percent;
     s.busy = true;
   }
-  take(t, scan_processes());
+  take(t, t.cgroup.empty() ? scan_processes() : std::vector<ProcEntry>{});
   std::lock_guard g(mu_);
   auto it = samples_.find(t.id);
   return it == samples_.end() ? 0 : it->second.percent;

@@ -1,7 +1,8 @@
 #pragma once
 // The `cpu` figure of running commands: %CPU of a monitor's whole tree since
 // its previous sample, a sample being one walk of the tree in /proc (one
-// pass over /proc serves all the trees sampled together); the
+// pass over /proc serves all the trees sampled together), or with a cgroup
+// one read of its cpu.stat, which counts every member; the
 // first sample of a tree measures from the monitor's start. A command is
 // sampled only when an answer shows its figure, and at most once an
 // interval: an idle supervisor samples nothing.
@@ -17,6 +18,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "supervisor/proc_tree.hpp"
+#include "supervisor/unique_fd.hpp"
 
 namespace sup {
 
@@ -63,6 +66,9 @@ class CpuSampler {
     Clock::time_point at{};
     double percent = 0;
     bool busy = false;  // being sampled (by a caller or the background thread)
+    // A cgroup's cpu.stat, kept open: a sample of 1000 cgroups is then 1000
+    // pread(2)s. Shared with a sampler that reads it while forget() drops it.
+    std::shared_ptr<UniqueFd> cpu_stat;
   };
   bool stale(const Sample& s, Clock::time_point now) const;
   void take(const Tree& t, const std::vector<ProcEntry>& all);  // without mu_, then stores under it
