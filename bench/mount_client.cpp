@@ -5,19 +5,26 @@
 // --benchmark_enable_random_interleaving=true the figure and its baseline
 // alternate in time, which is fairer on a noisy machine.
 //
-//   bench_mount --mount=DIR --group=GROUP [--runs=N] [--tsp=PATH]
+//   bench_mount --mount=DIR --group=GROUP [--runs=N] [--tsp=PATH] [--nq=PATH]
 //               [--stamp=PATH] [--delay-ms=MS] [benchmark flags...]
+//
+// The peers (task-spooler's tsp, nq) run with the caller's environment:
+// TS_SOCKET and NQDIR name their private queues.
 //
 // GROUP:
 //   roundtrip  sbxfs_roundtrip: open/write/read/close on cmd ({"argv":["/bin/true"]}),
 //              then open/read-to-EOF/close on procs/ID/wait;
 //              posix_spawn_true: posix_spawn + waitpid of /bin/true;
-//              tsp_true (with --tsp): posix_spawn + waitpid of `tsp -f true`
+//              tsp_true (with --tsp): posix_spawn + waitpid of `tsp -f true`;
+//              nq_true (with --nq): `nq true` (it prints the job id and
+//              returns), then `nq -w ID` (returns once the job has ended)
 //   shell      sbxfs_shell: bash -c 'exec 3<>cmd; echo true >&3; read id <&3;
 //              exec 3>&-; cat procs/$id/wait'; bash_true: bash -c true
 //   wake       sbxfs_wake / waitpid_wake: from bench_stamp's CLOCK_MONOTONIC
 //              stamp (its last instruction) to the waiter's own clock when the
-//              wait read (resp. waitpid) returns
+//              wait read (resp. waitpid) returns; tsp_wake / nq_wake (with
+//              --tsp / --nq): the same command queued by the peer, to the
+//              moment `tsp -w ID` / `nq -w ID`, waiting already, has returned
 //   wake_busy  sbxfs_wake_idle / sbxfs_wake_busy: one waiter's wake-up (its
 //              bench_stamp, ending 1 ms after a go the benchmark gives, to
 //              its `wait` answer), alone, and while --busy=N (default 50)
@@ -46,6 +53,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <string>
@@ -63,6 +71,7 @@ struct Config {
   std::string group;
   int runs = 100;
   std::string tsp;
+  std::string nq;
   std::string stamp;
   int delay_ms = 10;
   int busy = 50;
@@ -218,6 +227,41 @@ void BM_tsp_true(benchmark::State& state) {
     int64_t t1 = mono_ns();
     if (st != 0) {
       state.SkipWithError("tsp -f true failed");
+      break;
+    }
+    state.SetIterationTime(double(t1 - t0) / 1e9);
+  }
+}
+
+// posix_spawn + waitpid with stdout captured; empty on failure.
+std::string spawn_output(const std::vector<std::string>& args, int* status) {
+  int p[2];
+  *status = -1;
+  if (pipe2(p, O_CLOEXEC) != 0) return {};
+  int st = -1;
+  std::string out;
+  std::thread reader([&] { out = read_fd(p[0]); });
+  st = spawn_wait(args, p[1]);
+  ::close(p[1]);
+  reader.join();
+  ::close(p[0]);
+  *status = st;
+  return out;
+}
+
+void BM_nq_true(benchmark::State& state) {
+  for (auto _ : state) {
+    int64_t t0 = mono_ns();
+    int st = -1;
+    const std::string id = trim(spawn_output({cfg.nq, "true"}, &st));
+    if (st != 0 || id.empty()) {
+      state.SkipWithError("nq true failed");
+      break;
+    }
+    st = spawn_wait({cfg.nq, "-w", id});
+    int64_t t1 = mono_ns();
+    if (st != 0) {
+      state.SkipWithError("nq -w failed");
       break;
     }
     state.SetIterationTime(double(t1 - t0) / 1e9);
@@ -443,6 +487,87 @@ void BM_waitpid_wake(benchmark::State& state) {
   }
 }
 
+// A peer's wake-up: `queue` starts bench_stamp DELAY as a job and prints its
+// id; `wait` (given the id) blocks until it has ended; `stamp_of` finds the
+// stamp in the job's output once it has.
+void peer_wake(benchmark::State& state, const std::vector<std::string>& queue,
+               const std::function<std::vector<std::string>(const std::string&)>& wait,
+               const std::function<std::string(const std::string&)>& output_of) {
+  // The stamp is the output's last line of digits (nq may add its own
+  // "[exited with status 0.]" after it).
+  auto stamp_in = [](const std::string& out) {
+    long long stamp = 0;
+    std::size_t at = 0;
+    while (at < out.size()) {
+      std::size_t nl = out.find('\n', at);
+      if (nl == std::string::npos) nl = out.size();
+      const std::string line = out.substr(at, nl - at);
+      if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos) stamp = std::atoll(line.c_str());
+      at = nl + 1;
+    }
+    return stamp;
+  };
+  for (auto _ : state) {
+    bool done = false;
+    for (int attempt = 0; attempt < 5 && !done; ++attempt) {
+      std::vector<std::string> q = queue;
+      q.push_back(cfg.stamp);
+      q.push_back(std::to_string(cfg.delay_ms));
+      int st = -1;
+      const std::string id = trim(spawn_output(q, &st));
+      if (st != 0 || id.empty()) {
+        state.SkipWithError("queueing the job failed");
+        return;
+      }
+      st = spawn_wait(wait(id));
+      int64_t t1 = mono_ns();
+      if (st != 0) {
+        state.SkipWithError("waiting for the job failed");
+        return;
+      }
+      long long stamp = stamp_in(output_of(id));
+      if (stamp <= 0) {
+        // nq's wait returns at once when it comes before the job has taken
+        // its lock: no wake-up; wait for the end for real, and measure again.
+        for (int i = 0; i < 100 && stamp <= 0; ++i) {
+          spawn_wait(wait(id));
+          stamp = stamp_in(output_of(id));
+          if (stamp <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        if (stamp <= 0) {
+          state.SkipWithError("no stamp in the job's output");
+          return;
+        }
+        continue;
+      }
+      state.SetIterationTime(double(t1 - stamp) / 1e9);
+      done = true;
+    }
+    if (!done) {
+      state.SkipWithError("the wait always returned before the job had begun");
+      return;
+    }
+  }
+}
+
+void BM_tsp_wake(benchmark::State& state) {
+  peer_wake(
+      state, {cfg.tsp}, [](const std::string& id) { return std::vector<std::string>{cfg.tsp, "-w", id}; },
+      [](const std::string& id) {
+        int st = -1;
+        return slurp(trim(spawn_output({cfg.tsp, "-o", id}, &st)));
+      });
+}
+
+void BM_nq_wake(benchmark::State& state) {
+  peer_wake(
+      state, {cfg.nq}, [](const std::string& id) { return std::vector<std::string>{cfg.nq, "-w", id}; },
+      [](const std::string& id) {
+        const char* dir = std::getenv("NQDIR");
+        return slurp((dir ? std::string(dir) + "/" : std::string()) + id);
+      });
+}
+
 // ---- listing ---------------------------------------------------------------
 
 /// open/read/close of MNT/NAME, timed; its size is the counter `bytes`.
@@ -596,7 +721,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string v;
     const char* a = argv[i];
-    if (take(a, "--mount", &cfg.mount) || take(a, "--group", &cfg.group) || take(a, "--tsp", &cfg.tsp) ||
+    if (take(a, "--mount", &cfg.mount) || take(a, "--group", &cfg.group) || take(a, "--tsp", &cfg.tsp) || take(a, "--nq", &cfg.nq) ||
         take(a, "--stamp", &cfg.stamp) || take(a, "--req", &cfg.req) || take(a, "--ls-baseline", &cfg.ls_baseline))
       continue;
     if (take(a, "--runs", &v)) cfg.runs = std::atoi(v.c_str());
@@ -618,6 +743,7 @@ int main(int argc, char** argv) {
     reg("sbxfs_roundtrip", BM_sbxfs_roundtrip);
     reg("posix_spawn_true", BM_posix_spawn_true);
     if (!cfg.tsp.empty()) reg("tsp_true", BM_tsp_true);
+    if (!cfg.nq.empty()) reg("nq_true", BM_nq_true);
   } else if (cfg.group == "shell") {
     reg("sbxfs_shell", BM_sbxfs_shell);
     reg("bash_true", BM_bash_true);
@@ -629,6 +755,8 @@ int main(int argc, char** argv) {
     if (cfg.group == "wake") {
       reg("sbxfs_wake", BM_sbxfs_wake);
       reg("waitpid_wake", BM_waitpid_wake);
+      if (!cfg.tsp.empty()) reg("tsp_wake", BM_tsp_wake);
+      if (!cfg.nq.empty()) reg("nq_wake", BM_nq_wake);
     } else {
       reg("sbxfs_wake_idle", BM_sbxfs_wake_idle);
       reg("sbxfs_wake_busy", BM_sbxfs_wake_busy);
