@@ -235,6 +235,7 @@ struct itimerspec ms_to_its(uint64_t ms) {
 }
 
 // In the forked child: only async-signal-safe calls until the exec.
+// cgroup_procs: the cgroup's cgroup.procs to join, or -1 (none, or born in it).
 // go_fd >= 0: one byte from it first (EOF: the start was cancelled).
 [[noreturn]] void exec_child(const Args& args, int go_fd, int devnull, int out_w, int err_w, int status_w,
                              int cgroup_procs) {
@@ -363,13 +364,11 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   }
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) fail(errno, errmsg("cannot open /dev/null", errno));
-  int cgroup_procs = -1;
   int cgroup_dir = -1;
   if (!args.cgroup.empty()) {
     m.cg = sup::Cgroup(args.cgroup);
     cgroup_dir = ::open(args.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    cgroup_procs = m.cg.open_procs();
-    if (cgroup_procs < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
+    if (cgroup_dir < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
     m.cg_events = m.cg.open_events();
     if (m.cg_events < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
   }
@@ -390,13 +389,14 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   const int go_fd = detach ? -1 : 0;
   // Born in its cgroup where the kernel can (no migration to pay for), else
   // forked and joined by cgroup.procs, which then reports the cgroup's error.
-  int join_fd = cgroup_procs;
-  pid_t root = -1;
-  if (cgroup_dir >= 0 && (root = sup::fork_into_cgroup(cgroup_dir)) >= 0) join_fd = -1;
+  int join_fd = -1;
+  pid_t root = cgroup_dir >= 0 ? sup::fork_into_cgroup(cgroup_dir) : -1;
+  if (root < 0 && cgroup_dir >= 0 && (join_fd = m.cg.open_procs()) < 0)
+    fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
   if (root < 0) root = ::fork();
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
   if (root == 0) exec_child(args, go_fd, devnull, outp[1], errp[1], statp[1], join_fd);
-  if (cgroup_procs >= 0) ::close(cgroup_procs);
+  if (join_fd >= 0) ::close(join_fd);
   if (cgroup_dir >= 0) ::close(cgroup_dir);
   ::close(outp[1]);
   ::close(errp[1]);
