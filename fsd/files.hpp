@@ -52,11 +52,6 @@ bool has_index(const sup::CommandStatus& st);
 /// times. False for other files, or without an index.
 bool stream_attr(const Node& node, struct stat* st);
 
-// output_file.cpp
-/// `in` with each byte that is not part of valid UTF-8 replaced by the four
-/// characters \xHH (uppercase hex); *escaped (may be null) gets how many.
-std::string escape_utf8(std::string_view in, std::size_t* escaped);
-
 // scratch_file.cpp: scratch files (ScratchFiles) as the tree shows them.
 /// Where `dir`'s scratch files are, relative to the mount point ("" for the
 /// root, "procs/ID"); nullopt for a folder that holds none (procs/, logs/).

@@ -7,8 +7,14 @@
 
 namespace fsd {
 
-void JsonObjectWriter::quote(std::string& out, std::string_view s) {
+namespace {
+
+// The one JSON string writer: what is not valid UTF-8 becomes U+FFFD, or
+// with `hex` the four characters \xHH (uppercase) of the byte, counted.
+std::size_t quote_text(std::string& out, std::string_view s, bool hex) {
   static constexpr char kHex[] = "0123456789abcdef";
+  static constexpr char kHexUpper[] = "0123456789ABCDEF";
+  std::size_t invalid = 0;
   out += '"';
   for (std::size_t i = 0; i < s.size();) {
     // Most bytes need nothing: append each run of them at once.
@@ -28,8 +34,15 @@ void JsonObjectWriter::quote(std::string& out, std::string_view s) {
       if (const std::size_t len = sup::utf8_char_len(s, i)) {
         out.append(s.data() + i, len);
         i += len;
+      } else if (hex) {
+        out += "\\\\x";  // a backslash, escaped
+        out += kHexUpper[c >> 4];
+        out += kHexUpper[c & 15];
+        ++invalid;
+        ++i;
       } else {
         out += "\xEF\xBF\xBD";  // U+FFFD
+        ++invalid;
         ++i;
       }
       continue;
@@ -54,6 +67,15 @@ void JsonObjectWriter::quote(std::string& out, std::string_view s) {
     ++i;
   }
   out += '"';
+  return invalid;
+}
+
+}  // namespace
+
+void JsonObjectWriter::quote(std::string& out, std::string_view s) { quote_text(out, s, false); }
+
+std::size_t JsonObjectWriter::quote_hex_escaped(std::string& out, std::string_view s) {
+  return quote_text(out, s, true);
 }
 
 void JsonObjectWriter::key(std::string_view k) {

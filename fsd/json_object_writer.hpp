@@ -30,6 +30,9 @@ class JsonObjectWriter {
 
   /// `s` as a JSON string, quotes included, appended to `out`.
   static void quote(std::string& out, std::string_view s);
+  /// The same, but each byte that is not part of valid UTF-8 becomes the
+  /// four characters \xHH (uppercase hex) of the text; returns how many.
+  static std::size_t quote_hex_escaped(std::string& out, std::string_view s);
 
  private:
   void key(std::string_view k);

@@ -19,6 +19,7 @@
 #include "fsd/blocking_read.hpp"
 #include "supervisor/clock.hpp"
 #include "fsd/files.hpp"
+#include "fsd/json_object_writer.hpp"
 #include "supervisor/log_index.hpp"
 #include "supervisor/utf8.hpp"
 
@@ -121,10 +122,15 @@ class OutputHandle : public BlockingReadHandle {
     const std::size_t cap = cap_;
     Stream out = read_end(st.stdout_file, cap);
     Stream err = read_end(st.stderr_file, cap);
-    std::size_t out_escaped = 0, err_escaped = 0;
+    // The two texts (up to output_max each) are quoted in one pass and put
+    // in place after the dump: through nlohmann::json they were escaped
+    // twice, most of the daemon's CPU when many large answers are due.
+    std::string out_text, err_text;
+    const std::size_t out_escaped = JsonObjectWriter::quote_hex_escaped(out_text, fs_.mask(out.bytes, st.bg_id));
+    const std::size_t err_escaped = JsonObjectWriter::quote_hex_escaped(err_text, fs_.mask(err.bytes, st.bg_id));
     nlohmann::json j;
-    j["stdout"] = escape_utf8(fs_.mask(out.bytes, st.bg_id), &out_escaped);
-    j["stderr"] = escape_utf8(fs_.mask(err.bytes, st.bg_id), &err_escaped);
+    j["stdout"] = "";
+    j["stderr"] = "";
     j["exitCode"] = st.exit_code ? nlohmann::json(*st.exit_code) : nlohmann::json(nullptr);
     j["signal"] = st.signal.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.signal);
     j["timedOut"] = st.timed_out;
@@ -140,33 +146,21 @@ class OutputHandle : public BlockingReadHandle {
     j["stdoutTruncated"] = out.truncated;
     j["stderrTruncated"] = err.truncated;
     j["escapedBytes"] = {{"stdout", out_escaped}, {"stderr", err_escaped}};
-    return dump_json(j);
+    std::string text = dump_json(j);
+    put_text(text, "\"stderr\": \"\"", err_text);
+    put_text(text, "\"stdout\": \"\"", out_text);
+    return text;
+  }
+
+  /// Replaces the empty string of `field` (`"KEY": ""`, its first place:
+  /// no other value of the answer can hold it) by `quoted`.
+  static void put_text(std::string& text, std::string_view field, const std::string& quoted) {
+    const std::size_t at = text.find(field);
+    if (at != std::string::npos) text.replace(at + field.size() - 2, 2, quoted);
   }
 };
 
 }  // namespace
-
-std::string escape_utf8(std::string_view in, std::size_t* escaped) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(in.size());
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < in.size();) {
-    if (const std::size_t len = sup::utf8_char_len(in, i)) {
-      out.append(in.data() + i, len);
-      i += len;
-    } else {
-      const auto c = static_cast<unsigned char>(in[i]);
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-      ++count;
-      ++i;
-    }
-  }
-  if (escaped) *escaped = count;
-  return out;
-}
 
 std::unique_ptr<Handle> open_output(Filesystem& fs, const Node& node, const OpenRequest& req) {
   const Requester& reader = req.who;
