@@ -38,6 +38,18 @@ TEST(JsonObjectWriter, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
   EXPECT_TRUE(j["nan"].is_null());
 }
 
+TEST(JsonObjectWriter, HexEscapedQuotingNamesEachByteThatIsNotUtf8) {
+  std::string out;
+  const std::string text = "ok \xC3\xA9 \"q\" \\ \t\x01 bad \xFF\xFE end\xC3";
+  EXPECT_EQ(fsd::JsonObjectWriter::quote_hex_escaped(out, text), 3u);
+  EXPECT_EQ(nlohmann::json::parse(out), "ok \xC3\xA9 \"q\" \\ \t\x01 bad \\xFF\\xFE end\\xC3");
+  // A long run of plain bytes comes through whole.
+  std::string big(1 << 20, 'a');
+  out.clear();
+  EXPECT_EQ(fsd::JsonObjectWriter::quote_hex_escaped(out, big), 0u);
+  EXPECT_EQ(out.size(), big.size() + 2);
+}
+
 TEST(JsonObjectWriter, AnEmptyObject) {
   std::string out;
   fsd::JsonObjectWriter(out).close();
