@@ -160,17 +160,19 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     note_ended(r);
   }
   cpu.forget(id);
-  // The monitor removes the cgroup before its exit.json; one it could not remove goes now.
-  if (!m.cgroup.empty() && Cgroup(m.cgroup).exists())
-    work->post([cg = Cgroup(m.cgroup)] {
-      cg.kill();
-      cg.wait_empty(std::chrono::seconds(10));
-      cg.remove();
-    });
   changed.notify_all();
   // The last output may have been written just before the exit.
   dispatch(Event{Event::Kind::output, id});
   dispatch(Event{Event::Kind::ended, id});
+  // The monitor removes the cgroup before its exit.json; one it could not
+  // remove goes now (after the news: a waiter need not wait for the look).
+  if (!m.cgroup.empty())
+    work->post([cg = Cgroup(m.cgroup)] {
+      if (!cg.exists()) return;
+      cg.kill();
+      cg.wait_empty(std::chrono::seconds(10));
+      cg.remove();
+    });
   prune();  // after the news: a reader told of the end may still find the record
 }
 

@@ -232,10 +232,13 @@ int Loop::finish() {
   if (root_reaped_ && WIFSIGNALED(root_status_)) sig = WTERMSIG(root_status_);
 
   bool oom = false;
-  std::optional<std::uint64_t> cg_ooms = m_.cg.empty() ? std::nullopt : m_.cg.oom_kills();
+  // Only a SIGKILL nobody asked for can be the OOM killer's (so memory.events
+  // is not read on the way of every end).
+  const bool unasked_kill = sig == SIGKILL && !sent_sigkill_;
+  std::optional<std::uint64_t> cg_ooms = m_.cg.empty() || !unasked_kill ? std::nullopt : m_.cg.oom_kills();
   if (cg_ooms) {
-    oom = sig == SIGKILL && !sent_sigkill_ && *cg_ooms > 0;  // the kernel's count for this command
-  } else if (sig == SIGKILL && !sent_sigkill_ && m_.oom_at_start >= 0) {
+    oom = *cg_ooms > 0;  // the kernel's count for this command
+  } else if (unasked_kill && m_.oom_at_start >= 0) {
     long long now = sup::read_oom_kill_count();
     oom = now > m_.oom_at_start;
   }
