@@ -1,9 +1,13 @@
 #include "fsd/handle.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <mutex>
+#include <new>
 #include <poll.h>
 #include <unordered_map>
+#include <vector>
 #include <sys/stat.h>
 
 #include "fsd/errno_map.hpp"
@@ -44,11 +48,24 @@ void send_reply(fuse_req_t req, const Reply& r) {
     case Reply::Type::error: fuse_reply_err(req, r.err()); break;
     case Reply::Type::data: fuse_reply_buf(req, r.bytes().data(), r.bytes().size()); break;
     case Reply::Type::file: {
-      fuse_bufvec bv = FUSE_BUFVEC_INIT(r.count());
-      bv.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY);
-      bv.buf[0].fd = r.fd();
-      bv.buf[0].pos = r.offset();
-      fuse_reply_data(req, &bv, static_cast<fuse_buf_copy_flags>(0));
+      // fuse_bufvec ends in an array of one: it is made (placement, in storage
+      // owned here) with room for every piece after it.
+      const std::vector<Reply::Piece>& pieces = r.pieces();
+      const std::size_t n = std::max<std::size_t>(pieces.size(), 1);
+      std::vector<std::max_align_t> room((sizeof(fuse_bufvec) + (n - 1) * sizeof(fuse_buf) + sizeof(std::max_align_t) - 1) /
+                                         sizeof(std::max_align_t));
+      auto* bv = new (room.data()) fuse_bufvec(FUSE_BUFVEC_INIT(0));
+      bv->count = pieces.size();
+      for (std::size_t i = 0; i < pieces.size(); ++i) {
+        fuse_buf& b = bv->buf[i];
+        b = fuse_buf{};
+        b.size = pieces[i].size;
+        b.flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY);
+        b.fd = r.fd();
+        b.pos = pieces[i].off;
+      }
+      if (pieces.empty()) bv->buf[0].size = 0;
+      fuse_reply_data(req, bv, static_cast<fuse_buf_copy_flags>(0));
       break;
     }
     case Reply::Type::written: fuse_reply_write(req, r.count()); break;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 #include <sys/types.h>
 
@@ -41,14 +42,25 @@ class Reply {
   static Reply data(std::string bytes) { Reply r(Type::data); r.bytes_ = std::move(bytes); return r; }
   /// `bytes[off, off+size)`, empty past the end: reads served from a snapshot.
   static Reply slice(std::string_view bytes, off_t off, std::size_t size);
+  /// A range of a file: `size` bytes from `off`.
+  struct Piece {
+    off_t off = 0;
+    std::size_t size = 0;
+  };
   /// `size` bytes of `*fd` from `off`, sent without copying them through the
   /// daemon (spliced when the kernel allows). The reply holds a share of the
   /// descriptor, so it stays open until sent, whatever its handle does meanwhile.
   static Reply file(std::shared_ptr<const sup::UniqueFd> fd, off_t off, std::size_t size) {
+    return file(std::move(fd), std::vector<Piece>{{off, size}});
+  }
+  /// The pieces of `*fd` one after another, as one reply (a stream's bytes
+  /// that lie in several places of the log), spliced the same way.
+  static Reply file(std::shared_ptr<const sup::UniqueFd> fd, std::vector<Piece> pieces) {
     Reply r(Type::file, fd->get());
     r.file_ = std::move(fd);
-    r.off_ = off;
-    r.count_ = size;
+    for (const Piece& p : pieces) r.count_ += p.size;
+    r.off_ = pieces.empty() ? 0 : pieces.front().off;
+    r.pieces_ = std::move(pieces);
     return r;
   }
   static Reply written(std::size_t n) { Reply r(Type::written); r.count_ = n; return r; }
@@ -60,6 +72,7 @@ class Reply {
   int err() const;
   int fd() const { return err_; }  ///< Type::file
   off_t offset() const { return off_; }
+  const std::vector<Piece>& pieces() const { return pieces_; }  ///< Type::file
   const std::string& bytes() const { return bytes_; }
   std::size_t count() const { return count_; }
 
@@ -72,6 +85,7 @@ class Reply {
   std::string bytes_;
   std::size_t count_ = 0;
   std::shared_ptr<const sup::UniqueFd> file_;  // Type::file: keeps err_ open
+  std::vector<Piece> pieces_;                   // Type::file: what of it, in order
 };
 
 /// Sends `r` for `req` (does nothing for a parked reply). Any thread.
