@@ -70,9 +70,12 @@ inline constexpr ParamKey tail[] = {kTailBytes};
 inline constexpr ParamKey record_status[] = {kTailBytes};
 inline constexpr ParamKey log[] = {{"follow", ParamType::flag}, {"timestamps", ParamType::flag}};
 inline constexpr ParamKey events[] = {{"since", ParamType::text}, {"follow", ParamType::flag}};
+/// procs/ID/stdin (`stdin` itself is a macro of <cstdio>).
+inline constexpr ParamKey stdin_file[] = {{"eof", ParamType::flag}};
 
 /// Every set above, for the tests and the fuzzer that try them all.
-inline constexpr std::span<const ParamKey> all[] = {root_status, wait, ready, output, tail, record_status, log, events};
+inline constexpr std::span<const ParamKey> all[] = {root_status, wait, ready, output, tail, record_status, log,
+                                                    events, stdin_file};
 
 }  // namespace param_keys
 

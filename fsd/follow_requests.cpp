@@ -14,7 +14,7 @@ FollowRequests::FollowRequests(sup::Supervisor& sup) : sup_(sup) {
 
 FollowRequests::~FollowRequests() { shutdown(); }
 
-void FollowRequests::park(fuse_req_t req, const std::string& id, Attempt attempt) {
+void FollowRequests::park(fuse_req_t req, const std::string& id, Attempt attempt, Interrupted interrupted) {
   // Registered before taking mu_: libfuse calls back under req->lock, and
   // at once when the interrupt came already.
   fuse_req_interrupt_func(req, &FollowRequests::on_interrupt, this);
@@ -22,13 +22,13 @@ void FollowRequests::park(fuse_req_t req, const std::string& id, Attempt attempt
   {
     std::unique_lock g(mu_);
     if (closed_ || fuse_req_interrupted(req)) {
-      const int err = closed_ ? EIO : EINTR;
+      const Reply r = closed_ ? Reply::error(EIO) : interrupted ? interrupted() : Reply::error(EINTR);
       g.unlock();
-      send_reply(req, Reply::error(err));
+      send_reply(req, r);
       return;
     }
     seq = next_seq_++;
-    parked_.emplace(req, Parked{id, std::move(attempt), seq});
+    parked_.emplace(req, Parked{id, std::move(attempt), seq, std::move(interrupted)});
   }
   retry(req, seq);  // the output may have come before we were stored
 }
@@ -51,11 +51,15 @@ void FollowRequests::retry(fuse_req_t req, std::uint64_t seq) {
 
 void FollowRequests::on_interrupt(fuse_req_t req, void* self) {
   auto* me = static_cast<FollowRequests*>(self);
+  Reply r = Reply::error(EINTR);
   {
     std::lock_guard g(me->mu_);
-    if (me->parked_.erase(req) == 0) return;  // answered already, or not parked yet (park() looks)
+    auto it = me->parked_.find(req);
+    if (it == me->parked_.end()) return;  // answered already, or not parked yet (park() looks)
+    if (it->second.interrupted) r = it->second.interrupted();
+    me->parked_.erase(it);
   }
-  send_reply(req, Reply::error(EINTR));
+  send_reply(req, r);
 }
 
 void FollowRequests::on_event(const sup::Event& ev) {

@@ -1,9 +1,11 @@
 #pragma once
-// Reads that follow a growing log (`log,follow`, `events,follow`...): a read
-// at the end is stored, not slept on, and tried again at each output, start,
-// end or removal of its command, until it has something to answer (more
-// bytes, or EOF once the command has ended). No FUSE worker waits: hundreds
-// of followers hold no thread. An interrupt answers EINTR at once.
+// Requests that wait on a command's streams: reads that follow a growing log
+// (`log,follow`, `events,follow`...) and writes into a full stdin pipe. Such
+// a request is stored, not slept on, and tried again at each event of its
+// command (output, start, end, removal, room in its stdin) until it has
+// something to answer (more bytes, EOF once the command has ended, its
+// bytes all written). No FUSE worker waits: hundreds of them hold no
+// thread. An interrupt answers at once (EINTR, or what the request says).
 //
 // Also the pollhandles of poll() on such files: notified when a try says
 // the file is readable.
@@ -30,6 +32,9 @@ class FollowRequests {
   using Attempt = std::function<std::optional<Reply>()>;
   /// Whether the file is readable now.
   using Readable = std::function<bool()>;
+  /// The answer to an interrupt (a write that wrote part of its bytes says
+  /// how many); empty: EINTR. Runs under the same lock as the attempts.
+  using Interrupted = std::function<Reply()>;
 
   explicit FollowRequests(sup::Supervisor& sup);
   ~FollowRequests();
@@ -39,7 +44,7 @@ class FollowRequests {
   /// Stores `req` until `attempt` answers, trying once more first (the
   /// event it waits for may have come meanwhile). After this call the
   /// caller must not touch `req`.
-  void park(fuse_req_t req, const std::string& id, Attempt attempt);
+  void park(fuse_req_t req, const std::string& id, Attempt attempt, Interrupted interrupted = {});
   /// Keeps `ph` (replacing `owner`'s previous one) until `readable` holds at
   /// an event of `id`. True when it holds already (`ph` is then destroyed).
   bool watch(const void* owner, const std::string& id, fuse_pollhandle* ph, Readable readable);
@@ -53,6 +58,7 @@ class FollowRequests {
     std::string id;
     Attempt attempt;
     std::uint64_t seq = 0;
+    Interrupted interrupted;
   };
   struct Watch {
     std::string id;

@@ -102,12 +102,22 @@ CONTROL IT
   rmdir procs/ID           forgets an ended command and its logs
   touch procs/ID/stop      an empty write stops too (`: > stop`, truncate -s 0)
 
+GIVE IT INPUT
+  {"cmd": "python3 -i -q", "stdin": "pipe"} gives the command a pipe as its
+  standard input (without "stdin": "pipe" it reads /dev/null); then
+  echo 'print(6*7)' > procs/ID/stdin   feeds it (the answer shows in log);
+                           a write waits while the pipe is full, and fails
+                           with EPIPE once the command has ended or closed it
+  : > procs/ID/stdin,eof   closes the input: the command reads EOF
+                           (printf 'last\n' > procs/ID/stdin,eof writes, then
+                           closes); closing stdin itself never does
+
 WRITING THROUGH A TEMPORARY FILE
   Tools that write a temporary file and rename it over the target work:
     printf 'make test\n' > )" + m + R"(/.cmd.tmp && mv )" + m + R"(/.cmd.tmp )" + m + R"(/cmd
   Any name the tree does not use can be created here and in procs/ID/: a
   scratch file, yours alone. Renaming it over cmd, procs/ID/cmd, stop,
-  signal, ready or steps writes its content there and removes it; a refused
+  signal, ready, steps or stdin writes its content there and removes it; a refused
   request fails the rename with the write's errno (reason in `errors`).
   One never renamed is removed 60 s after its last close (listed in errors).
 

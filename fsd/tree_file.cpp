@@ -61,6 +61,8 @@ constexpr TreeFile kFiles[] = {
      .entry_timeout = 0, .attr_timeout = 0},
     {.kind = Kind::events, .place = Place::record, .name = "events", .mode = kReadOnly, .open = open_events,
      .keys = param_keys::events, .entry_timeout = 0, .attr_timeout = 0, .size = Size::stream},
+    {.kind = Kind::stdin_pipe, .place = Place::record, .name = "stdin", .mode = kWriteOnly, .open = open_stdin,
+     .keys = param_keys::stdin_file, .entry_timeout = 0, .attr_timeout = 0},
 
     // Named otherwise.
     {.kind = Kind::root, .place = Place::unnamed, .mode = kDir},
@@ -71,10 +73,10 @@ constexpr TreeFile kFiles[] = {
      .entry_timeout = 0, .attr_timeout = 0},
 };
 
-/// The rows by kind (the low 5 bits of an inode).
-const std::array<const TreeFile*, 32>& by_kind() {
-  static const std::array<const TreeFile*, 32> rows = [] {
-    std::array<const TreeFile*, 32> out{};
+/// The rows by kind (the low kRecordKindBits bits of an inode).
+const std::array<const TreeFile*, kKindSlots>& by_kind() {
+  static const std::array<const TreeFile*, kKindSlots> rows = [] {
+    std::array<const TreeFile*, kKindSlots> out{};
     for (const TreeFile& f : kFiles) out[static_cast<std::size_t>(f.kind)] = &f;
     return out;
   }();
@@ -85,7 +87,7 @@ const std::array<const TreeFile*, 32>& by_kind() {
 
 std::span<const TreeFile> tree_files() { return kFiles; }
 
-const TreeFile& tree_file(Kind kind) { return *by_kind()[static_cast<std::size_t>(kind) & 31u]; }
+const TreeFile& tree_file(Kind kind) { return *by_kind()[static_cast<std::size_t>(kind) & kRecordKindMask]; }
 
 const TreeFile* tree_file(Place place, std::string_view name) {
   for (const TreeFile& f : kFiles)

@@ -106,6 +106,10 @@ std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node, const Open
 /// procs/ID/events: the log as JSON lines, one an output chunk, then the
 /// end (events,since=CURSOR: after a cursor; events,follow: until the end).
 std::unique_ptr<Handle> open_events(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// procs/ID/stdin: writes go to the command's standard input (a request
+/// with "stdin": "pipe"), parked while its pipe is full; the close of
+/// stdin,eof closes that input.
+std::unique_ptr<Handle> open_stdin(Filesystem& fs, const Node& node, const OpenRequest& req);
 /// A scratch file (scratch_file.cpp; O_TRUNC honoured); null when it is gone.
 std::unique_ptr<Handle> open_scratch(Filesystem& fs, const Node& node, const OpenRequest& req);
 

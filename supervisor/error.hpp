@@ -25,6 +25,7 @@ enum class Errc {
   no_space,           // ENOSPC: the state directory's disk is full
   interrupted,        // EINTR: a start was called off before its outcome
   timed_out,          // ETIMEDOUT: the monitor did not report in time
+  broken_pipe,        // EPIPE: no one reads the command's input (ended, closed, or never a pipe)
 };
 
 struct Error {

@@ -148,6 +148,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
       dir_wd_ids.erase(r.dir_wd);
       r.dir_wd = -1;
     }
+    drop_stdin(r);
     r.state = transition(r.state, err ? CommandEvent::unreadable : CommandEvent::ended).next;
     r.exit = info;
     if (dropped) {

@@ -10,5 +10,13 @@ inline constexpr const char* kCtlTerm = "term";
 inline constexpr const char* kCtlKill = "kill";
 /// "signal N": signal N to the process group and every descendant.
 inline constexpr const char* kCtlSignal = "signal ";
+/// Closes the command's input (stdin: "pipe"): the monitor lets go of its
+/// write end of the `stdin` FIFO and removes the FIFO.
+inline constexpr const char* kCtlEof = "eof";
+
+/// The FIFO the command reads as its standard input (stdin: "pipe",
+/// FORMAT.md "stdin"): the daemon writes to it, the monitor holds a write
+/// end so that the command never reads EOF while no daemon does.
+inline constexpr const char* kStdinFile = "stdin";
 
 }  // namespace sup

@@ -10,7 +10,8 @@
 // NUL-terminated strings: ARGC, ARGC monitor arguments (as on the command
 // line, without argv[0]), ENVC, ENVC "KEY=VALUE" entries (the command's
 // environment), CWD. Among the arguments, kJobCgroup DIR: the command's
-// own (empty) cgroup, which it joins between fork and exec. Changing any of this needs a new kJobMagic: a server
+// own (empty) cgroup, which it joins between fork and exec; kJobStdin pipe:
+// its stdin is the record's FIFO. Changing any of this needs a new kJobMagic: a server
 // of the previous build ignores jobs it does not know.
 //
 // The monitor's report lines, on the report pipe: "forked PID" (server
@@ -29,6 +30,9 @@ inline constexpr std::size_t kJobFds = 3;
 
 /// The monitor argument naming the command's cgroup (absent: none).
 inline constexpr const char* kJobCgroup = "--cgroup";
+/// `--stdin pipe`: the command's stdin is the record's `stdin` FIFO (absent: /dev/null).
+inline constexpr const char* kJobStdin = "--stdin";
+inline constexpr const char* kJobStdinPipe = "pipe";
 
 inline constexpr const char* kReportForked = "forked";
 inline constexpr const char* kReportOk = "ok";

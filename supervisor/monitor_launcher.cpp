@@ -37,6 +37,7 @@ std::vector<std::string> monitor_args(const MonitorLaunch& l) {
     if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
   }
   if (!l.cgroup.empty()) args.insert(args.end(), {kJobCgroup, l.cgroup});
+  if (l.stdin_pipe) args.insert(args.end(), {kJobStdin, kJobStdinPipe});
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   return args;

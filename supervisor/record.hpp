@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "supervisor/monitor_record.hpp"
 #include "supervisor/ready_condition.hpp"
 #include "supervisor/spec.hpp"
+#include "supervisor/stdin_pipe.hpp"
 #include "supervisor/unique_fd.hpp"
 
 namespace sup {
@@ -37,6 +39,10 @@ struct Record {
   bool ready = false;
   std::string ready_at;
   bool scanning = false;  // its monitor left no exit.json: /proc is being searched for what is left
+  // stdin: "pipe": the daemon's write end, opened at the first write, let go
+  // at the end or the close of the input (drop_stdin); the close is for good.
+  std::shared_ptr<StdinPipe> stdin_pipe;
+  bool stdin_closed = false;
 };
 
 /// What a record shows: its state, or error when a file of it cannot be read

@@ -170,11 +170,18 @@ Result<StartSpec> parse_json_request(const json& j, const std::string& default_c
       auto l = limits_from_json(v);
       if (!l) return l.error();
       s.limits = l.value();
+    } else if (key == "stdin") {
+      // "null" (or JSON null): /dev/null, as without the key; "pipe": procs/ID/stdin.
+      if (!v.is_null() && !(v.is_string() && (v == "null" || v == "pipe")))
+        return invalid("'stdin' must be \"null\" or \"pipe\", not " +
+                       (v.is_string() ? "\"" + std::string(utf8_head(v.get_ref<const std::string&>(), 40)) + "\""
+                                     : type_name(v)));
+      s.stdin_pipe = v == "pipe";
     } else if (key == "readyPort" || key == "readyLog" || key == "readyHttp") {
       // checked together below
     } else {
       return invalid("unknown key '" + key +
-                     "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog readyHttp limits)");
+                     "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog readyHttp limits stdin)");
     }
   }
   auto ready = ready_condition_from_json(j);
@@ -231,6 +238,7 @@ json spec_to_json(const StartSpec& s) {
   if (s.ready) j["ready"] = s.ready->to_json();
   if (!s.script_file.empty()) j["scriptFile"] = s.script_file;
   if (s.limits) j["limits"] = limits_to_json(*s.limits);
+  if (s.stdin_pipe) j["stdin"] = "pipe";
   if (s.run_as) j["runAs"] = {{"uid", s.run_as->uid}, {"gid", s.run_as->gid}, {"groups", s.run_as->groups}};
   return j;
 }
@@ -260,6 +268,7 @@ Result<StartSpec> spec_from_json(const json& j) {
       if (!l) return l.error();
       s.limits = l.value();
     }
+    s.stdin_pipe = j.value("stdin", "") == "pipe";
     if (j.contains("runAs")) {
       Credentials c;
       c.uid = j["runAs"].at("uid").get<uid_t>();

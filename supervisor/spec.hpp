@@ -41,6 +41,9 @@ struct StartSpec {
   std::optional<Credentials> run_as;
   std::optional<ReadyCondition> ready;  ///< readyPort / readyLog / readyHttp
   std::optional<Limits> limits;         ///< needs cgroup tracking and the controllers
+  /// `stdin: "pipe"`: the command reads its standard input from a FIFO of its
+  /// record (procs/ID/stdin writes to it); false (`"null"`): /dev/null.
+  bool stdin_pipe = false;
   /// Set by the supervisor for shell text too long for one exec argument
   /// (Linux: 128 KiB): the text is run from this file instead.
   std::string script_file;
@@ -62,7 +65,7 @@ Status validate_name(const std::string& name);
 Status validate_stored_name(const std::string& name);
 
 /// Parses the JSON request keys that sbxfs.5 lists for `cmd` (argv, cmd, cwd, env, secretEnv,
-/// note, name, timeoutSec, stopGraceSec, readyPort, readyLog, readyHttp).
+/// note, name, timeoutSec, stopGraceSec, readyPort, readyLog, readyHttp, limits, stdin).
 /// Unknown keys and wrong types are invalid_argument.
 /// `default_cwd` fills a missing cwd.
 Result<StartSpec> parse_json_request(const nlohmann::json& j, const std::string& default_cwd);

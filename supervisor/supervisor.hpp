@@ -16,6 +16,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "supervisor/command_status.hpp"
@@ -56,7 +57,9 @@ enum class StartMode {
 };
 
 struct Event {
-  enum class Kind { started, output, ready, ended, removed };
+  /// stdin_writable: the command's stdin pipe, found full by write_stdin,
+  /// has room again (or no reader left).
+  enum class Kind { started, output, ready, ended, removed, stdin_writable };
   Kind kind;
   std::string bg_id;
 };
@@ -141,6 +144,17 @@ class Supervisor {
                                          std::function<void()> on_ready);
   /// Ends the probe of probe_for_reader(); waits for an on_ready under way.
   void cancel_probe(std::uint64_t token);
+  /// Writes what fits now of `data` into command `id`'s standard input (a
+  /// request with stdin: "pipe"): the bytes taken, 0 only when the pipe is
+  /// full; then a stdin_writable event of `id` follows once it has room.
+  /// broken_pipe when the command has no such input, has not started, has
+  /// ended, closed its stdin, or its input was closed. Never blocks.
+  Result<std::size_t> write_stdin(const std::string& id, std::string_view data);
+  /// Closes command `id`'s standard input: it reads EOF after what was
+  /// written (its monitor lets go of its write end; later writes are
+  /// broken_pipe). Ended, or closed already: succeeds, a no-op.
+  /// broken_pipe for a command without stdin: "pipe".
+  Status close_stdin(const std::string& id);
   /// Removes an ended command's (or empty slot's) record and logs; busy while running.
   Status remove(const std::string& id);
 

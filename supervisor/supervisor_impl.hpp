@@ -139,6 +139,12 @@ struct Supervisor::Impl {
   void mark_ready(const std::string& id);   // loop thread
   void save_ready(const Record& r) const;   // needs mu
 
+  // command_input.cpp
+  /// Watches `pipe` (loop thread) until it has room, then emits stdin_writable for `id`.
+  void wait_for_stdin_room(const std::string& id, std::shared_ptr<StdinPipe> pipe);
+  /// Lets go of r's stdin pipe; its watch, if armed, is ended on the loop thread.
+  void drop_stdin(Record& r);  // needs mu
+
   // start_transaction.cpp: start_async, once handed to the loop (loop thread).
   /// Claims s.spec's name (or a fresh id) and a place under max_running. No lock held.
   std::optional<Error> claim(Starting& s, StartMode mode);

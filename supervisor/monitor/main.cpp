@@ -1,7 +1,7 @@
 // sbxfs-monitor: the per-command monitor (conmon / s6-supervise pattern).
 //
 //   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES]
-//                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] -- ARGV0 ARGS...
+//                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] [--stdin pipe] -- ARGV0 ARGS...
 //
 // --uid/--gid/--groups: the command (not the monitor) runs with these
 // credentials: with allow_other, as the user who wrote the request.
@@ -17,6 +17,9 @@
 // joins between fork and exec), so none of its processes runs outside;
 // the record ends when it is empty too, and the monitor removes it then
 // (supervisor/cgroup.hpp). monitor.json names it.
+// --stdin pipe: the command reads the FIFO `stdin` of RECORD_DIR (made here)
+// as its standard input; without it, /dev/null. The monitor holds a write
+// end until a ctl `eof` (FORMAT.md, "stdin").
 // The command gets the monitor's environment and working directory; ARGV0
 // is looked up in PATH unless it contains a '/' (as execvp does, but a file
 // that is not a program is refused with ENOEXEC, never run by /bin/sh).
@@ -42,7 +45,7 @@
 // of the monitor and no detaching fork. A job carries the same arguments.
 //
 // Files in RECORD_DIR (all opened relative to a directory fd, so renaming
-// the folder while the monitor runs is fine): ctl (FIFO), log, stdout,
+// the folder while the monitor runs is fine): ctl (FIFO), stdin (FIFO), log, stdout,
 // stderr, monitor.json, exit.json, dropped. The loop is in monitor_loop.cpp.
 #include "monitor.hpp"
 
@@ -80,7 +83,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES] "
-    "[--uid N --gid N [--groups G,...]] [--cgroup DIR] -- ARGV0 ARGS...";
+    "[--uid N --gid N [--groups G,...]] [--cgroup DIR] [--stdin pipe] -- ARGV0 ARGS...";
 
 int g_dirfd = -1;
 bool g_ctl_created = false;
@@ -163,6 +166,7 @@ struct Args {
   gid_t gid = 0;
   std::vector<gid_t> groups;
   std::string cgroup;  // empty: none
+  bool stdin_pipe = false;
   char** argv = nullptr;
 };
 
@@ -203,6 +207,9 @@ bool parse_args(int argc, char** argv, Args* a) {
         a->gid = static_cast<gid_t>(v);
         a->has_gid = true;
       }
+    } else if (opt == sup::kJobStdin) {
+      if (value != sup::kJobStdinPipe && value != "null") return false;
+      a->stdin_pipe = value == sup::kJobStdinPipe;
     } else if (opt == sup::kJobCgroup) {
       if (value.empty() || value[0] != '/') return false;
       a->cgroup = value;
@@ -226,6 +233,14 @@ bool parse_args(int argc, char** argv, Args* a) {
   return true;
 }
 
+// A FIFO in the record folder, replacing one left by an earlier run.
+void make_fifo(int dirfd, const char* name) {
+  if (::mkfifoat(dirfd, name, 0600) == 0) return;
+  int e = errno;
+  if (e != EEXIST || ::unlinkat(dirfd, name, 0) != 0 || ::mkfifoat(dirfd, name, 0600) != 0)
+    fail(e, errmsg((std::string("cannot create ") + name).c_str(), e));
+}
+
 struct itimerspec ms_to_its(uint64_t ms) {
   struct itimerspec its = {};
   its.it_value.tv_sec = static_cast<time_t>(ms / 1000);
@@ -237,7 +252,8 @@ struct itimerspec ms_to_its(uint64_t ms) {
 // In the forked child: only async-signal-safe calls until the exec.
 // cgroup_procs: the cgroup's cgroup.procs to join, or -1 (none, or born in it).
 // go_fd >= 0: one byte from it first (EOF: the start was cancelled).
-[[noreturn]] void exec_child(const Args& args, int go_fd, int devnull, int out_w, int err_w, int status_w,
+// stdin_src: what becomes its fd 0 (/dev/null, or the stdin FIFO's read end).
+[[noreturn]] void exec_child(const Args& args, int go_fd, int stdin_src, int out_w, int err_w, int status_w,
                              int cgroup_procs) {
   char** argv = args.argv;
   // Into the command's cgroup before anything else runs here (unless it
@@ -266,7 +282,7 @@ struct itimerspec ms_to_its(uint64_t ms) {
   }
   if (err != 0) {
     // the supervisor did not publish it: no exec
-  } else if (::setsid() < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out_w, 1) < 0 || ::dup2(err_w, 2) < 0) {
+  } else if (::setsid() < 0 || ::dup2(stdin_src, 0) < 0 || ::dup2(out_w, 1) < 0 || ::dup2(err_w, 2) < 0) {
     err = errno;
   } else if (args.has_uid &&
              (::setgroups(args.groups.size(), args.groups.data()) != 0 || ::setgid(args.gid) != 0 ||
@@ -296,6 +312,13 @@ struct itimerspec ms_to_its(uint64_t ms) {
 }
 
 }  // namespace
+
+int sbxmon::open_stdin_for_run(int dirfd) {
+  // O_NONBLOCK for the open alone: a blocking open for reading waits for a writer.
+  int fd = ::openat(dirfd, sup::kStdinFile, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
 
 int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   Args args;
@@ -346,11 +369,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
 
   // 3. ctl (log comes after the report, stdout and stderr with their first
   // byte: relay.cpp).
-  if (::mkfifoat(dirfd, sup::kCtlFile, 0600) != 0) {
-    int e = errno;
-    if (e != EEXIST || ::unlinkat(dirfd, sup::kCtlFile, 0) != 0 || ::mkfifoat(dirfd, sup::kCtlFile, 0600) != 0)
-      fail(e, errmsg("cannot create ctl", e));
-  }
+  make_fifo(dirfd, sup::kCtlFile);
   g_ctl_created = true;
   m.ctlfd = ::openat(dirfd, sup::kCtlFile, O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (m.ctlfd < 0) fail(errno, errmsg("cannot open ctl", errno));
@@ -384,6 +403,15 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   ::fcntl(m.err.pipe, F_SETFL, ::fcntl(m.err.pipe, F_GETFL) | O_NONBLOCK);
   Relay relay(dirfd, args.log_max, m.out, m.err);
   m.relay = &relay;
+  int stdin_r = -1;
+  if (args.stdin_pipe) {
+    // The command's read end first: a non-blocking open for writing needs a reader.
+    make_fifo(dirfd, sup::kStdinFile);
+    stdin_r = open_stdin_for_run(dirfd);
+    if (stdin_r < 0) fail(errno, errmsg("cannot open stdin", errno));
+    m.stdin_w = ::openat(dirfd, sup::kStdinFile, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (m.stdin_w < 0) fail(errno, errmsg("cannot open stdin for writing", errno));
+  }
   std::string started_at = sup::iso_now();
   // Forked by the server, stdin is the go socket (server.cpp).
   const int go_fd = detach ? -1 : 0;
@@ -395,7 +423,8 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
     fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
   if (root < 0) root = ::fork();
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
-  if (root == 0) exec_child(args, go_fd, devnull, outp[1], errp[1], statp[1], join_fd);
+  if (root == 0) exec_child(args, go_fd, stdin_r >= 0 ? stdin_r : devnull, outp[1], errp[1], statp[1], join_fd);
+  if (stdin_r >= 0) ::close(stdin_r);  // the command's alone
   if (join_fd >= 0) ::close(join_fd);
   if (cgroup_dir >= 0) ::close(cgroup_dir);
   ::close(outp[1]);

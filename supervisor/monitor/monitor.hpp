@@ -94,6 +94,10 @@ struct Monitor {
   int dirfd = -1;        // the record folder
   int sigfd = -1;        // signalfd: SIGCHLD, SIGTERM, SIGINT, SIGHUP
   int ctlfd = -1;        // the ctl FIFO, opened read-write
+  // --stdin pipe: a write end of the `stdin` FIFO, never written: while it is
+  // held the command never reads EOF (a daemon that dies or restarts closes
+  // only its own); -1 once `eof` closed the input (or without --stdin pipe).
+  int stdin_w = -1;
   Relay* relay = nullptr;
   Stream out, err;       // the command's stdout and stderr
   int timeout_tfd = -1;  // timerfd, armed when a timeout was given
@@ -111,6 +115,12 @@ struct Monitor {
 // Runs until the whole tree has ended, writes exit.json, removes ctl.
 // Returns the monitor's exit status.
 int run_loop(Monitor& m);
+
+// The read end a run of the command gets as its stdin with --stdin pipe: the
+// record's `stdin` FIFO opened anew, blocking as programs expect, so every
+// run (a restart too) reads the same input. -1 once the input was closed
+// (the FIFO is gone; that run reads /dev/null).
+int open_stdin_for_run(int dirfd);
 
 // ---- exec_command.cpp --------------------------------------------------------
 

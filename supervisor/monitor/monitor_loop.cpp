@@ -6,7 +6,9 @@
 // waitpid(-1) reports ECHILD: the monitor is a subreaper, so that means the
 // command and every process it started are gone; with a cgroup, also when
 // its cgroup.events says `populated 0` (POLLPRI on it), so that a member
-// the monitor never parented counts too.
+// the monitor never parented counts too. The command's stdin FIFO is no
+// source: the command reads it directly, the monitor only holds a write end
+// (closed by the ctl request `eof`), so input costs the monitor no wake-up.
 #include "monitor.hpp"
 
 #include "supervisor/clock.hpp"
@@ -54,6 +56,7 @@ class Loop {
   void arm_kill_timer(uint64_t first_ms, uint64_t interval_ms);
   void disarm_timeout();
   void send_signal(int sig);
+  void close_input();
 
   // Children.
   void read_signals(bool* sigchld);
@@ -107,6 +110,8 @@ void Loop::handle_ctl_line(std::string line) {
     on(sup::CommandEvent::stop_asked);
   } else if (line == sup::kCtlKill) {
     on(sup::CommandEvent::kill_asked);
+  } else if (line == sup::kCtlEof) {
+    close_input();
   } else if (line.rfind(sup::kCtlSignal, 0) == 0) {
     std::string num = line.substr(std::string_view(sup::kCtlSignal).size());
     size_t s = num.find_first_not_of(' ');
@@ -128,6 +133,15 @@ void Loop::send_signal(int sig) {
     return;
   }
   signal_tree(m_.root, !root_reaped_, sig, false);
+}
+
+void Loop::close_input() {
+  if (m_.stdin_w < 0) return;
+  // Gone first: a daemon that opens it afterwards learns the input is closed
+  // (ENOENT), and a restarted command reads /dev/null.
+  ::unlinkat(m_.dirfd, sup::kStdinFile, 0);
+  ::close(m_.stdin_w);
+  m_.stdin_w = -1;
 }
 
 void Loop::arm_kill_timer(uint64_t first_ms, uint64_t interval_ms) {

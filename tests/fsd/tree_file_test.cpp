@@ -60,7 +60,7 @@ TEST(TreeFile, ListingsKeepTheirOrder) {
   EXPECT_EQ(root, (std::vector<std::string>{"README", "cmd", "status.json", "errors", "procs", "logs", "steps.json"}));
   EXPECT_EQ(record, (std::vector<std::string>{"cmd", "status.json", "log", "stdout", "stderr", "tail", "wait",
                                               "ready", "output", "steps", "steps.json", "stop", "signal",
-                                              "events"}));
+                                              "events", "stdin"}));
 }
 
 TEST(TreeFile, ModesAndOpeners) {
@@ -75,6 +75,7 @@ TEST(TreeFile, ModesAndOpeners) {
   EXPECT_EQ(fsd::mode_of(Kind::stop), S_IFREG | 0222u);
   EXPECT_EQ(fsd::mode_of(Kind::signal), S_IFREG | 0222u);
   EXPECT_EQ(fsd::mode_of(Kind::steps), S_IFREG | 0222u);
+  EXPECT_EQ(fsd::mode_of(Kind::stdin_pipe), S_IFREG | 0222u);
   EXPECT_EQ(fsd::mode_of(Kind::wait), S_IFREG | 0444u);
   EXPECT_EQ(fsd::mode_of(Kind::logs_entry), S_IFREG | 0444u);
   EXPECT_EQ(fsd::mode_of(Kind::scratch), S_IFREG | 0600u);
@@ -113,14 +114,19 @@ TEST(TreeFile, InodesDecodeToTheirKind) {
     }
   }
   EXPECT_EQ(fsd::fixed_ino(Kind::root), fuse_ino_t{FUSE_ROOT_ID});
-  EXPECT_EQ(fsd::record_ino(0, Kind::record_dir), fuse_ino_t{(1u << 5) | 16u});  // the scheme sbxfs has always used
+  EXPECT_EQ(fsd::record_ino(0, Kind::record_dir), fuse_ino_t{(1u << fsd::kRecordKindBits) | 16u});
+  EXPECT_EQ(fsd::record_ino(5, Kind::stdin_pipe) >> fsd::kRecordKindBits, fuse_ino_t{6});
   EXPECT_EQ(fsd::decode_ino(fsd::kScratchInoBit | 7)->kind, Kind::scratch);
   EXPECT_FALSE(fsd::decode_ino(0));
   EXPECT_FALSE(fsd::decode_ino(static_cast<fuse_ino_t>(Kind::fixed_end)));
-  EXPECT_FALSE(fsd::decode_ino((1u << 5) | 3u));  // a fixed kind in a record's bits
-  if (static_cast<int>(Kind::record_end) < 32) {
-    EXPECT_FALSE(fsd::decode_ino((1u << 5) | static_cast<unsigned>(Kind::record_end)));
+  EXPECT_FALSE(fsd::decode_ino((1u << fsd::kRecordKindBits) | 3u));  // a fixed kind in a record's bits
+  if (static_cast<std::size_t>(Kind::record_end) < fsd::kKindSlots) {
+    EXPECT_FALSE(fsd::decode_ino((1u << fsd::kRecordKindBits) | static_cast<unsigned>(Kind::record_end)));
   }
+  // Every kind a command's files may have keeps its own inode (no two share the low bits).
+  for (Kind a : every_kind())
+    for (Kind b : every_kind())
+      if (a != b && fsd::is_record_kind(a) && fsd::is_record_kind(b)) EXPECT_NE(fsd::record_ino(7, a), fsd::record_ino(7, b));
 }
 
 TEST(TreeFile, TheFilesWithParametersAreTheTables) {
@@ -139,6 +145,7 @@ TEST(TreeFile, TheFilesWithParametersAreTheTables) {
   for (const char* view : {"log", "stdout", "stderr"})
     EXPECT_EQ(fsd::find_param_file(fsd::ParamDir::record, view)->keys.data(), fsd::param_keys::log) << view;
   EXPECT_EQ(fsd::find_param_file(fsd::ParamDir::record, "events")->keys.data(), fsd::param_keys::events);
+  EXPECT_EQ(fsd::find_param_file(fsd::ParamDir::record, "stdin")->keys.data(), fsd::param_keys::stdin_file);
   // Every key set is some file's.
   for (const std::span<const fsd::ParamKey> keys : fsd::param_keys::all) {
     bool used = false;

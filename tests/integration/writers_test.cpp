@@ -37,7 +37,7 @@ class WritersTest : public SbxfsTest {
     std::vector<std::string> want = kRootNames;
     if (!rel.empty())
       want = {"cmd", "status.json", "log", "stdout", "stderr", "tail", "wait", "ready", "output", "steps",
-              "steps.json", "stop", "signal", "events"};
+              "steps.json", "stop", "signal", "events", "stdin"};
     EXPECT_EQ(sorted(names), sorted(want)) << "in /" << rel;
   }
 

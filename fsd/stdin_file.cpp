@@ -1,0 +1,111 @@
+// procs/ID/stdin: what is written goes to the command's standard input (a
+// request with "stdin": "pipe"). A write returns once all its bytes are in
+// the pipe. While the pipe is full the write is parked (FollowRequests),
+// holding no FUSE worker, and tried again when the pipe has room; an
+// interrupt answers at once: EINTR when none of its bytes went in yet, else
+// how many did. A write to a command that has ended or closed its stdin,
+// whose input was closed, or that has no pipe is EPIPE with a line in
+// `errors`; the bytes themselves are never shown or logged (they may be
+// secrets), only their count.
+//
+// procs/ID/stdin,eof: written the same way, and its close closes the
+// input: the command reads EOF after what was written (`: > stdin,eof`
+// closes it alone). The close that counts is the writer's last (FUSE flush
+// when no descriptor of that process refers to the file any more: shells
+// flush once before they write). Closing plain `stdin` never closes the
+// input, so writers can take turns.
+#include <cerrno>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "fsd/files.hpp"
+#include "fsd/open_elsewhere.hpp"
+#include "fsd/record_handle.hpp"
+
+namespace fsd {
+
+namespace {
+
+/// One write on its way into the pipe, shared by its tries and its
+/// interrupt (FollowRequests runs them under one lock).
+class PendingWrite {
+ public:
+  PendingWrite(Filesystem& fs, std::string id, std::string path, std::size_t size)
+      : fs_(fs), id_(std::move(id)), path_(std::move(path)), size_(size) {}
+
+  /// Writes `rest` (the write's bytes from written() on) as far as the pipe
+  /// takes them: the answer once every byte is in (or the input is gone),
+  /// nullopt while the pipe is full.
+  std::optional<Reply> attempt(std::string_view rest) {
+    while (!rest.empty()) {
+      const sup::Result<std::size_t> n = fs_.sup().write_stdin(id_, rest);
+      if (!n) {
+        // What went in stays in; the next write learns the input is gone.
+        if (written_ > 0) return Reply::written(written_);
+        fs_.errors().add(path_, n.error().code, n.error().message,
+                         "(" + std::to_string(size_) + " bytes of input, not shown)", id_);
+        return Reply::fail(n.error());
+      }
+      if (*n == 0) return std::nullopt;
+      written_ += *n;
+      rest.remove_prefix(*n);
+    }
+    return Reply::written(written_);
+  }
+  /// A try of a parked write, on what keep() kept.
+  std::optional<Reply> attempt() { return attempt(std::string_view(kept_).substr(written_ - kept_from_)); }
+  /// Copies what is left of the write's `data` (the request's buffer is gone once its handler returns).
+  void keep(std::string_view data) {
+    kept_from_ = written_;
+    kept_ = std::string(data.substr(written_));
+  }
+
+  Reply interrupted() const { return written_ > 0 ? Reply::written(written_) : Reply::error(EINTR); }
+
+ private:
+  Filesystem& fs_;
+  const std::string id_;
+  const std::string path_;
+  const std::size_t size_;       // the write's bytes
+  std::size_t written_ = 0;      // of them in the pipe
+  std::string kept_;             // the write's bytes from kept_from_ on
+  std::size_t kept_from_ = 0;
+};
+
+class StdinHandle : public RecordHandle {
+ public:
+  StdinHandle(Filesystem& fs, std::string id, fuse_ino_t ino, bool eof)
+      : RecordHandle(fs, std::move(id), eof ? "stdin,eof" : "stdin"), ino_(ino), eof_(eof) {}
+
+  Reply write(fuse_req_t req, std::string_view data, off_t) override {
+    auto w = std::make_shared<PendingWrite>(fs_, id_, path_, data.size());
+    if (std::optional<Reply> now = w->attempt(data)) return *now;
+    w->keep(data);
+    fs_.follows().park(
+        req, id_, [w] { return w->attempt(); }, [w] { return w->interrupted(); });
+    return Reply::parked();
+  }
+
+  Reply flush(fuse_req_t req) override {
+    if (!eof_ || open_elsewhere(Requester::of(req).pid, "/" + path_, ino_)) return Reply::error(0);
+    const sup::Status st = fs_.sup().close_stdin(id_);
+    if (!st) {
+      fs_.errors().add(path_, st.error().code, st.error().message, "(close)", id_);
+      return Reply::fail(st.error());
+    }
+    return Reply::error(0);
+  }
+
+ private:
+  const fuse_ino_t ino_;
+  const bool eof_;  // stdin,eof: the last close closes the input
+};
+
+}  // namespace
+
+std::unique_ptr<Handle> open_stdin(Filesystem& fs, const Node& node, const OpenRequest&) {
+  return std::make_unique<StdinHandle>(fs, node.id(), node.ino, node.keys().has("eof"));
+}
+
+}  // namespace fsd
