@@ -31,6 +31,9 @@ struct MonitorLaunch {
   std::uint64_t log_max = 0;               ///< output bytes kept; 0: no limit
   std::optional<Credentials> run_as;       ///< the command's uid/gid/groups
   std::string cgroup;                      ///< the command's (empty) cgroup; empty: none
+  RestartPolicy restart = RestartPolicy::no;  ///< run by the monitor
+  double restart_delay_sec = 1;
+  std::optional<std::uint64_t> max_restarts;
 };
 
 /// One launch under way, driven by its owner without blocking: wait until
