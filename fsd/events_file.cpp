@@ -2,7 +2,9 @@
 // read, oldest first (supervisor/log_index.hpp holds the chunks):
 //   {"type": "stdout"|"stderr", "cursor": C, "timestamp": T, "data": TEXT}
 // (`dataBase64` when the bytes are not UTF-8), `truncated` where log_max
-// dropped output, and once the command has ended a `terminal` event.
+// dropped output, `restart` where a run ended and the restart policy runs
+// the next ({"type": "restart", "cursor", "timestamp", "data": the log's
+// marker line}), and once the command has ended a `terminal` event.
 //
 // Cursors are "RUN-POS": the run's id from the index header and the
 // event's position: chunk i is at i; once the command has ended, N (the
@@ -15,6 +17,7 @@
 // one that is no cursor: EINVAL at the first read, with a line in `errors`.
 #include <cerrno>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -214,6 +217,20 @@ class EventsHandle : public FollowedReadHandle {
     const std::uint64_t n = chunks.size();
     if (pos_ < n) {
       const sup::LogChunk& c = chunks[pos_];
+      if (c.stream == sup::LogStream::marker && c.marker == sup::MarkerKind::restart) {
+        std::string line(c.length, '\0');
+        const ssize_t n = ::pread(index_.log_fd(), line.data(), line.size(), static_cast<off_t>(c.offset));
+        if (n != static_cast<ssize_t>(line.size())) return false;  // not all in the log yet
+        line.erase(std::remove(line.begin(), line.end(), '\n'), line.end());
+        ojson j;
+        j["type"] = "restart";
+        j["cursor"] = cursor(pos_);
+        j["timestamp"] = sup::iso_of_us(c.time_us);
+        j["data"] = line;
+        add(j);
+        ++pos_;
+        return true;
+      }
       if (c.stream == sup::LogStream::marker) {
         const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
         ojson j;

@@ -78,7 +78,7 @@ Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
 void Filesystem::complete_steps(const std::string& id) {
   const std::optional<sup::CommandStatus> st = sup_.status(id, sup::CpuFigure::skip);
   if (!st) return box_steps_->drop_open(id);
-  if (st->running) return;
+  if (!st->over()) return;
   const std::optional<std::int64_t> at = sup::iso_to_ms(st->finished_at);
   box_steps_->complete_ended(st->bg_id, st->exit_code, st->signal, st->timed_out, at ? *at : sup::now_ms());
 }
@@ -161,7 +161,7 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
   }
   // A stop of a command that has ended already is done at once. A new run
   // of a slot: steps of an earlier run still open belong to no end to come.
-  const bool until_end = (step.kind == "start" || step.kind == "stop") && st && st->running;
+  const bool until_end = (step.kind == "start" || step.kind == "stop") && st && !st->over();
   if (step.kind == "start") box_steps_->drop_open(id);
   box_steps_->add(std::move(step), until_end);
   // The end may have been announced (and the open steps completed) between

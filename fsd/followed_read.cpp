@@ -13,7 +13,7 @@ std::string FollowedReadHandle::dir_of(const sup::CommandStatus& st) {
 
 bool FollowedReadHandle::ended() const {
   const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
-  return !st || !st->running || st->started_at != started_at_;
+  return !st || st->over() || (log_owner_ != 0 && st->log_owner != log_owner_);
 }
 
 std::optional<Reply> FollowedReadHandle::attempt(std::size_t size, off_t off) {

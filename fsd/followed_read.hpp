@@ -18,7 +18,7 @@ namespace fsd {
 class FollowedReadHandle : public Handle {
  public:
   FollowedReadHandle(Filesystem& fs, const sup::CommandStatus& st, bool follow)
-      : fs_(fs), id_(st.bg_id), started_at_(st.started_at), dir_(dir_of(st)), follow_(follow) {}
+      : fs_(fs), id_(st.bg_id), log_owner_(st.log_owner), dir_(dir_of(st)), follow_(follow) {}
   ~FollowedReadHandle() override;
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override;
@@ -41,7 +41,7 @@ class FollowedReadHandle : public Handle {
 
   Filesystem& fs_;
   const std::string id_;
-  const std::string started_at_;  ///< of the run this file shows
+  const std::uint64_t log_owner_;  ///< of the run this file shows (restarts write on into its log); 0: not started yet
   const std::string dir_;
   const bool follow_;
 

@@ -184,7 +184,7 @@ bool ParkedRequests::holds(const std::optional<sup::CommandStatus>& st, Until un
     *why = Outcome::ready;
     return true;
   }
-  if (!st->running) {
+  if (st->over()) {  // a queued command is not over
     *why = Outcome::ended;
     return true;
   }

@@ -28,6 +28,13 @@ START A COMMAND
   or {"argv": ["/usr/bin/python3", "app.py"]} to run without a shell.
   "limits": {"memoryMax": BYTES, "cpuMax": PERCENT, "pidsMax": N} caps it
   through its cgroup (EINVAL, with the reason, where that is not available).
+  "restart": "on-failure" (or "always") runs it again when it ends (not after
+  a stop), "restartDelaySec": 1 first (doubling after short runs, up to 60),
+  "maxRestarts": N at most; the state is "restarting" during the delay, the
+  record counts "restarts", wait answers when the policy is over.
+  "queue": true: past max_running the request is accepted as "queued"
+  (running false) and starts in order when a place is free (else EAGAIN);
+  a stop of a queued command ends it before it ever runs.
   A rejected request fails the write with an errno (EINVAL, ENOENT, EEXIST,
   EBUSY, E2BIG...); the reason is readable from the same open file and is
   listed in `errors`. The write returns once the command has started;

@@ -54,7 +54,7 @@ void summary_pieces(const Filesystem& fs, const sup::CommandStatus& st, std::str
   JsonObjectWriter w(rest, JsonObjectWriter::More{});
   w.str_or_null("client", st.client).num("cpu", st.cpu);
   if (!st.tracking.empty()) w.str("tracking", st.tracking);
-  if (!st.running) {
+  if (st.over()) {
     w.num_or_null("exitCode", st.exit_code ? std::optional<std::int64_t>(*st.exit_code) : std::nullopt)
         .str_or_null("signal", st.signal)
         .str_or_null("endReason", st.end_reason)

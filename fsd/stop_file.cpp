@@ -38,7 +38,7 @@ class StopHandle : public RecordHandle {
       return Reply::fail(st.error());
     }
     const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
-    if (rec && rec->running) fs_.note_action("stop", rec->cmd_full, id_, &*rec);
+    if (rec && !rec->over()) fs_.note_action("stop", rec->cmd_full, id_, &*rec);
     // No cap: the monitor kills what TERM leaves after the grace, so the
     // end comes; a reader who gives up is released by its signal.
     fs_.parked().park(req, id_, ParkedRequests::Until::ended, std::nullopt,

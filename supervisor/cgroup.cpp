@@ -288,6 +288,12 @@ bool Cgroup::wait_empty(std::chrono::milliseconds limit) const {
   return empty;
 }
 
+int Cgroup::destroy(std::chrono::milliseconds limit) const {
+  kill();  // ENOENT: gone already, or a kernel without cgroup.kill (then the wait tells)
+  if (!wait_empty(limit)) return EBUSY;
+  return remove();
+}
+
 std::vector<pid_t> Cgroup::members() const {
   std::vector<pid_t> out;
   auto t = read_cgroup_file(path_ + "/cgroup.procs");

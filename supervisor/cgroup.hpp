@@ -76,6 +76,10 @@ class Cgroup {
   static bool populated(int events_fd);
   /// Blocks up to `limit` for `populated 0` (an event on cgroup.events).
   bool wait_empty(std::chrono::milliseconds limit) const;
+  /// Ends what is left and the cgroup: cgroup.kill, a wait (up to `limit`)
+  /// for `populated 0`, remove(). 0, or an errno (EBUSY: still populated).
+  /// Blocks: for a worker thread, or at load.
+  int destroy(std::chrono::milliseconds limit = std::chrono::seconds(10)) const;
 
   /// The pids in cgroup.procs.
   std::vector<pid_t> members() const;

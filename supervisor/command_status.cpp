@@ -16,7 +16,7 @@ nlohmann::json CommandStatus::to_json() const {
   j["pid"] = pid > 0 ? json(pid) : json(nullptr);
   j["startedAt"] = started_at.empty() ? json(nullptr) : json(started_at);
   j["finishedAt"] = finished_at.empty() ? json(nullptr) : json(finished_at);
-  if (!running && state != "empty") {
+  if (over() && state != "empty") {
     j["exitCode"] = exit_code ? json(*exit_code) : json(nullptr);
     j["signal"] = signal.empty() ? json(nullptr) : json(signal);
     j["endReason"] = end_reason.empty() ? json(nullptr) : json(end_reason);
@@ -35,6 +35,11 @@ nlohmann::json CommandStatus::to_json() const {
     j["ready"] = ready;
     j["readyAt"] = ready_at.empty() ? json(nullptr) : json(ready_at);
     j["readyWhen"] = ready_when;
+  }
+  if (state != "empty") {
+    if (restart != "no") j["restart"] = restart;
+    j["restarts"] = restarts;
+    if (!restart_at.empty()) j["restartAt"] = restart_at;
   }
   if (error) j["error"] = {{"code", error_code_name(error->code)}, {"message", error->message}};
   return j;

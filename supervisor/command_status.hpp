@@ -15,7 +15,7 @@ namespace sup {
 struct CommandStatus {
   std::string bg_id;
   std::uint64_t serial = 0;   ///< never reused within this process; stable per bgId
-  std::string state;          ///< "empty" (named slot), "running", "paused" (frozen), "exited", "error"
+  std::string state;          ///< "empty" (named slot), "queued", "running", "paused" (frozen), "restarting", "exited", "error"
   bool running = false;
   std::string note;
   std::string cmd;            ///< first 120 chars, secrets masked
@@ -45,6 +45,17 @@ struct CommandStatus {
   std::string ready_at;
   std::string tracking;         ///< "cgroup" or "proctree" (empty: never started)
   std::string cgroup;           ///< the command's cgroup, when tracking is "cgroup"
+  // Supervision options.
+  std::string restart;          ///< the restart policy, "no" / "on-failure" / "always" (empty: an empty slot)
+  std::uint64_t restarts = 0;   ///< runs started by the policy after the first
+  std::string restart_at;       ///< state "restarting": when the next run starts
+  bool queued = false;          ///< state "queued": accepted, waiting for a place under max_running
+  /// Names the monitor that writes the log (its start time): a restart keeps
+  /// it, a named slot's new run changes it; 0 before the first run.
+  std::uint64_t log_owner = 0;
+
+  /// Nothing more will happen to it: not running, not queued (ended, or an empty slot).
+  bool over() const { return !running && !queued; }
 
   /// status.json's fields as sbxfs.5 lists them (no logPath/mine: the view adds those).
   nlohmann::json to_json() const;

@@ -1,4 +1,5 @@
-// Watching running commands: the log grows, exit.json appears, the monitor goes (pidfd), and what is left when it went without a word.
+// Watching running commands: the log grows, exit.json appears, the monitor goes (pidfd), and what is left when it went without a word;
+// under a restart policy, monitor.json changes with each run.
 #include "supervisor/supervisor_impl.hpp"
 
 #include <sys/inotify.h>
@@ -42,6 +43,7 @@ void Supervisor::Impl::watch_running(Record& r) {
   }
   watch_log(r);
   if (dropped_bytes(dir_of(id))) r.truncated = true;  // created before the watch
+  (void)apply_monitor_record(r);  // a run that ended (restart policy) before the watch
   // Output written before the watch existed is announced too.
   struct stat st{};
   if (::stat(log.c_str(), &st) == 0 && st.st_size > 0) emit(Event::Kind::output, id);
@@ -66,9 +68,7 @@ void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo*
     // Every member, however far it went (setsid, double forks, a new environment).
     const Cgroup cg(m->cgroup);
     killed = cg.members().size();
-    cg.kill();
-    cg.wait_empty(std::chrono::seconds(10));
-    cg.remove();
+    cg.destroy();
   } else if (m && m->pid > 0) {
     killed = kill_orphaned_tree(m->pid, m->pid_start, env_marks);
   }
@@ -120,6 +120,10 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     return;
   }
   const std::optional<std::uint64_t> dropped = dropped_bytes(dir);  // final: the monitor is done
+  // The last run's monitor.json, in case its news comes after the end's (restart policy).
+  std::optional<MonitorInfo> last_run;
+  if (auto mt = read_file(dir + "/" + kMonitorFile); mt.ok() && mt.value())
+    if (auto pm = parse_monitor(*mt.value()); pm && pm.value().monitor_pid == m.monitor_pid) last_run = pm.value();
   ExitInfo info;
   std::optional<Error> err;
   if (text.ok() && text.value()) {
@@ -151,6 +155,10 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     drop_stdin(r);
     r.state = transition(r.state, err ? CommandEvent::unreadable : CommandEvent::ended).next;
     r.exit = info;
+    if (last_run) {
+      r.monitor = *last_run;
+      r.monitor.restart_at.clear();  // no run follows
+    }
     if (dropped) {
       r.truncated = true;
       r.dropped = *dropped;
@@ -169,17 +177,15 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
   // remove goes now (after the news: a waiter need not wait for the look).
   if (!m.cgroup.empty())
     work->post([cg = Cgroup(m.cgroup)] {
-      if (!cg.exists()) return;
-      cg.kill();
-      cg.wait_empty(std::chrono::seconds(10));
-      cg.remove();
+      if (cg.exists()) cg.destroy();
     });
   prune();  // after the news: a reader told of the end may still find the record
+  start_queued();  // its place is free
 }
 
 void Supervisor::Impl::on_inotify() {
   alignas(inotify_event) char buf[8192];
-  std::set<std::string> grown, exited;
+  std::set<std::string> grown, exited, reran;
   for (;;) {
     ssize_t n = ::read(inotify.get(), buf, sizeof buf);
     if (n <= 0) break;
@@ -190,6 +196,7 @@ void Supervisor::Impl::on_inotify() {
         grown.insert(it->second);
       } else if (auto d = dir_wd_ids.find(ev->wd); d != dir_wd_ids.end() && ev->len > 0) {
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, "exit.json") == 0) exited.insert(d->second);
+        if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, kMonitorFile) == 0) reran.insert(d->second);
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "dropped") == 0)
           if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "log") == 0) {
@@ -209,7 +216,35 @@ void Supervisor::Impl::on_inotify() {
     reader_probes->output(id);
     dispatch(Event{Event::Kind::output, id});
   }
+  for (auto& id : reran) on_monitor_record(id);
   for (auto& id : exited) on_monitor_exit(id);
+}
+
+bool Supervisor::Impl::apply_monitor_record(Record& r) {
+  if (!is_running(r.state)) return false;
+  auto text = read_file(dir_of(r.id) + "/" + kMonitorFile);
+  if (!text.ok() || !text.value()) return false;
+  auto m = parse_monitor(*text.value());
+  // Torn while being replaced: the next rename tells again. Another monitor's: not this record's.
+  if (!m || m.value().monitor_pid != r.monitor.monitor_pid) return false;
+  const bool new_run = m.value().restarts != r.monitor.restarts;
+  r.monitor = m.value();
+  // A new run is not frozen (the monitor thaws the cgroup before it), even
+  // if the news of the delay before it was missed.
+  if (new_run && r.state == CommandState::paused) r.state = transition(r.state, CommandEvent::resume_asked).next;
+  r.state = apply_run_state(r.state, r.monitor);
+  return new_run;
+}
+
+void Supervisor::Impl::on_monitor_record(const std::string& id) {
+  bool new_run = false;
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it == records.end()) return;
+    new_run = apply_monitor_record(it->second);
+  }
+  if (new_run) dispatch(Event{Event::Kind::started, id});
 }
 
 }  // namespace sup

@@ -51,7 +51,8 @@ void encode_index_entry(const LogChunk& c, char out[kIndexEntrySize]) {
   put_le(out + 8, static_cast<std::uint64_t>(c.time_us), 8);
   put_le(out + 16, c.length, 4);
   out[20] = static_cast<char>(c.stream);
-  out[21] = out[22] = out[23] = 0;
+  out[21] = static_cast<char>(c.stream == LogStream::marker ? c.marker : MarkerKind::log_max);
+  out[22] = out[23] = 0;
 }
 
 std::string encode_index_entry(const LogChunk& c) {
@@ -121,6 +122,7 @@ int LogIndex::refresh() {
       c.time_us = static_cast<std::int64_t>(get_le(p + 8, 8));
       c.length = static_cast<std::uint32_t>(get_le(p + 16, 4));
       c.stream = static_cast<LogStream>(p[20]);
+      c.marker = static_cast<MarkerKind>(p[21]);
       if (c.stream != LogStream::out && c.stream != LogStream::err && c.stream != LogStream::marker) continue;
       const std::size_t n = chunks_.size();
       starts_.push_back(c.stream == LogStream::err ? err_size_ : out_size_);

@@ -21,7 +21,13 @@ namespace sup {
 enum class LogStream : std::uint8_t {
   out = 1,     ///< the command's stdout
   err = 2,     ///< the command's stderr
-  marker = 3,  ///< sbxfs's own line: log_max was reached (a `truncated` event)
+  marker = 3,  ///< sbxfs's own line: log_max was reached (a `truncated` event), or see MarkerKind
+};
+
+/// What a marker chunk says (byte 21 of its entry; 0 in the others).
+enum class MarkerKind : std::uint8_t {
+  log_max = 0,  ///< log_max was reached
+  restart = 1,  ///< a run ended and the restart policy runs the command again (a `restart` event)
 };
 
 /// One entry of the index: `length` bytes at `offset` of `log`.
@@ -30,6 +36,7 @@ struct LogChunk {
   std::int64_t time_us = 0;  ///< CLOCK_REALTIME when the monitor read them, in microseconds
   std::uint32_t length = 0;
   LogStream stream = LogStream::out;
+  MarkerKind marker = MarkerKind::log_max;  ///< of a marker chunk
 };
 
 inline constexpr char kIndexMagic[8] = {'s', 'b', 'x', 'i', 'd', 'x', '1', '\n'};

@@ -38,6 +38,11 @@ std::vector<std::string> monitor_args(const MonitorLaunch& l) {
   }
   if (!l.cgroup.empty()) args.insert(args.end(), {kJobCgroup, l.cgroup});
   if (l.stdin_pipe) args.insert(args.end(), {kJobStdin, kJobStdinPipe});
+  if (l.restart != RestartPolicy::no) {
+    args.insert(args.end(), {"--restart", restart_policy_name(l.restart), "--restart-delay-ms",
+                             ms(std::max(l.restart_delay_sec, 0.001))});
+    if (l.max_restarts) args.insert(args.end(), {"--max-restarts", std::to_string(*l.max_restarts)});
+  }
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   return args;

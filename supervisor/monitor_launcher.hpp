@@ -32,6 +32,9 @@ struct MonitorLaunch {
   std::optional<Credentials> run_as;       ///< the command's uid/gid/groups
   std::string cgroup;                      ///< the command's (empty) cgroup; empty: none
   bool stdin_pipe = false;                 ///< the command reads the record's `stdin` FIFO (--stdin pipe)
+  RestartPolicy restart = RestartPolicy::no;  ///< run by the monitor
+  double restart_delay_sec = 1;
+  std::optional<std::uint64_t> max_restarts;
 };
 
 /// One launch under way, driven by its owner without blocking: wait until

@@ -12,7 +12,9 @@ std::string format_monitor(const MonitorInfo& m) {
   return "{\"monitorPid\": " + std::to_string(m.monitor_pid) + ", \"monitorStart\": " +
          std::to_string(m.monitor_start) + ", \"pid\": " + std::to_string(m.pid) +
          ", \"pidStart\": " + std::to_string(m.pid_start) + ", \"startedAt\": " + json_quote(m.started_at) +
-         (m.cgroup.empty() ? "" : ", \"cgroup\": " + json_quote(m.cgroup)) + "}\n";
+         (m.cgroup.empty() ? "" : ", \"cgroup\": " + json_quote(m.cgroup)) +
+         (m.restarts == 0 ? "" : ", \"restarts\": " + std::to_string(m.restarts)) +
+         (m.restart_at.empty() ? "" : ", \"restartAt\": " + json_quote(m.restart_at)) + "}\n";
 }
 
 Result<MonitorInfo> parse_monitor(const std::string& text) {
@@ -26,6 +28,8 @@ Result<MonitorInfo> parse_monitor(const std::string& text) {
     m.pid_start = j.at("pidStart").get<std::uint64_t>();
     m.started_at = j.value("startedAt", "");
     m.cgroup = j.value("cgroup", "");
+    m.restarts = j.value("restarts", std::uint64_t{0});
+    m.restart_at = j.value("restartAt", "");
     return m;
   } catch (const json::exception& ex) {
     return Error{Errc::io_error, std::string("monitor.json is corrupt: ") + ex.what()};

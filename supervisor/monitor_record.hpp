@@ -1,7 +1,8 @@
 #pragma once
 // monitor.json, who runs a command (FORMAT.md): written by the monitor once
 // the command is forked, read by the supervisor. pid + start time name a
-// process even after pid reuse. A file that does not parse is an io_error
+// process even after pid reuse. Under a restart policy the monitor writes it
+// again for each run, and when a run has ended and the next one is due. A file that does not parse is an io_error
 // naming it, never an exception.
 #include <sys/types.h>
 
@@ -20,6 +21,11 @@ struct MonitorInfo {
   std::uint64_t monitor_start = 0, pid_start = 0;  ///< field 22 of /proc/PID/stat
   std::string started_at;
   std::string cgroup;  ///< the command's cgroup; empty: tracked as a process tree
+  /// Under a restart policy: the runs started after the first (pid and
+  /// startedAt are the latest run's), and while the delay before the next
+  /// run goes, when it ends (empty: a run is under way).
+  std::uint64_t restarts = 0;
+  std::string restart_at;
 };
 
 /// The file's text, one line.

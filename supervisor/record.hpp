@@ -43,15 +43,26 @@ struct Record {
   // at the end or the close of the input (drop_stdin); the close is for good.
   std::shared_ptr<StdinPipe> stdin_pipe;
   bool stdin_closed = false;
+  // queued: its place in the queue (the `queued` file), and, while it is being started, that start.
+  std::uint64_t queue_seq = 0;
+  std::uint64_t launch_token = 0;  // 0: waiting
 };
 
 /// What a record shows: its state, or error when a file of it cannot be read
 /// (also while its command still runs, its monitor.json torn).
 inline CommandState shown_state(const Record& r) { return r.error ? CommandState::error : r.state; }
 
+/// The state a running record's monitor.json says (restart policy): a run
+/// under way, or the delay before the next one (restartAt).
+inline CommandState apply_run_state(CommandState s, const MonitorInfo& m) {
+  return transition(s, m.restart_at.empty() ? CommandEvent::started : CommandEvent::run_ended).next;
+}
+
 /// A signal, a readiness condition or a probe needs a running command.
 inline Status check_started(const std::string& id, const Record& r) {
   if (r.state == CommandState::empty) return Error{Errc::no_such_process, "'" + id + "' has not been started"};
+  if (r.state == CommandState::queued)
+    return Error{Errc::no_such_process, "'" + id + "' is queued: it has not started yet"};
   if (has_ended(r.state)) return Error{Errc::no_such_process, "'" + id + "' has ended"};
   return Ok{};
 }

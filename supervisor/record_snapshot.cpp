@@ -62,6 +62,11 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
     for (auto& a : sp.effective_argv()) s.argv.push_back(mask_secrets(a, secrets));
     s.cwd = sp.cwd;
   }
+  s.restart = restart_policy_name(r.spec ? r.spec->restart : RestartPolicy::no);
+  s.restarts = r.monitor.restarts;
+  if (shown == CommandState::restarting) s.restart_at = r.monitor.restart_at;
+  s.queued = shown == CommandState::queued;
+  s.log_owner = r.monitor.monitor_start;
   s.pid = r.monitor.pid;
   s.started_at = r.monitor.started_at;
   if (r.monitor.monitor_pid > 0) s.tracking = r.monitor.cgroup.empty() ? "proctree" : "cgroup";

@@ -46,6 +46,35 @@ std::string hex_byte(unsigned char c) {
   return b;
 }
 
+// The supervision options' keys (restart, restartDelaySec, maxRestarts,
+// queue). False in *known for any other key.
+Status parse_supervision_key(const std::string& key, const json& v, StartSpec& s, bool* known) {
+  *known = true;
+  if (key == "restart") {
+    if (!v.is_string()) return invalid("'restart' must be a string, not " + type_name(v));
+    auto p = parse_restart_policy(v.get_ref<const std::string&>());
+    if (!p) return invalid("'restart' must be \"no\", \"on-failure\" or \"always\"");
+    s.restart = *p;
+  } else if (key == "restartDelaySec") {
+    auto d = number(v, "restartDelaySec");
+    if (!d) return d.error();
+    if (d.value() <= 0) return invalid("'restartDelaySec' must be > 0");
+    if (d.value() > 86400) return invalid("'restartDelaySec' is too large (at most 86400)");
+    s.restart_delay_sec = d.value();
+  } else if (key == "maxRestarts") {
+    if (!v.is_number_integer() && !v.is_number_unsigned())
+      return invalid("'maxRestarts' must be a whole number, not " + type_name(v));
+    if (v.is_number_integer() && v.get<std::int64_t>() < 0) return invalid("'maxRestarts' must be >= 0");
+    s.max_restarts = v.get<std::uint64_t>();
+  } else if (key == "queue") {
+    if (!v.is_boolean()) return invalid("'queue' must be true or false, not " + type_name(v));
+    s.queue = v.get<bool>();
+  } else {
+    *known = false;
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 std::vector<std::string> StartSpec::effective_argv() const {
@@ -180,8 +209,12 @@ Result<StartSpec> parse_json_request(const json& j, const std::string& default_c
     } else if (key == "readyPort" || key == "readyLog" || key == "readyHttp") {
       // checked together below
     } else {
-      return invalid("unknown key '" + key +
-                     "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog readyHttp limits stdin)");
+      bool known = false;
+      if (Status st = parse_supervision_key(key, v, s, &known); !st) return st.error();
+      if (!known)
+        return invalid("unknown key '" + key +
+                       "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog "
+                       "readyHttp limits stdin restart restartDelaySec maxRestarts queue)");
     }
   }
   auto ready = ready_condition_from_json(j);
@@ -239,6 +272,12 @@ json spec_to_json(const StartSpec& s) {
   if (!s.script_file.empty()) j["scriptFile"] = s.script_file;
   if (s.limits) j["limits"] = limits_to_json(*s.limits);
   if (s.stdin_pipe) j["stdin"] = "pipe";
+  if (s.restart != RestartPolicy::no) {
+    j["restart"] = restart_policy_name(s.restart);
+    j["restartDelaySec"] = s.restart_delay_sec;
+    if (s.max_restarts) j["maxRestarts"] = *s.max_restarts;
+  }
+  if (s.queue) j["queue"] = true;
   if (s.run_as) j["runAs"] = {{"uid", s.run_as->uid}, {"gid", s.run_as->gid}, {"groups", s.run_as->groups}};
   return j;
 }
@@ -269,6 +308,10 @@ Result<StartSpec> spec_from_json(const json& j) {
       s.limits = l.value();
     }
     s.stdin_pipe = j.value("stdin", "") == "pipe";
+    if (auto p = parse_restart_policy(j.value("restart", "no"))) s.restart = *p;
+    s.restart_delay_sec = j.value("restartDelaySec", 1.0);
+    if (j.contains("maxRestarts")) s.max_restarts = j.at("maxRestarts").get<std::uint64_t>();
+    s.queue = j.value("queue", false);
     if (j.contains("runAs")) {
       Credentials c;
       c.uid = j["runAs"].at("uid").get<uid_t>();

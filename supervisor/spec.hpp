@@ -11,6 +11,7 @@
 
 #include "supervisor/error.hpp"
 #include "supervisor/ready_condition.hpp"
+#include "supervisor/restart_policy.hpp"
 
 namespace sup {
 
@@ -44,6 +45,11 @@ struct StartSpec {
   /// `stdin: "pipe"`: the command reads its standard input from a FIFO of its
   /// record (procs/ID/stdin writes to it); false (`"null"`): /dev/null.
   bool stdin_pipe = false;
+  // Supervision options (restart, restartDelaySec, maxRestarts, queue).
+  RestartPolicy restart = RestartPolicy::no;
+  double restart_delay_sec = 1;              ///< the first delay; doubles after each run shorter than 10 s, up to 60
+  std::optional<std::uint64_t> max_restarts;  ///< none: no limit
+  bool queue = false;                        ///< past max_running: queued, not try_again
   /// Set by the supervisor for shell text too long for one exec argument
   /// (Linux: 128 KiB): the text is run from this file instead.
   std::string script_file;
@@ -65,7 +71,8 @@ Status validate_name(const std::string& name);
 Status validate_stored_name(const std::string& name);
 
 /// Parses the JSON request keys that sbxfs.5 lists for `cmd` (argv, cmd, cwd, env, secretEnv,
-/// note, name, timeoutSec, stopGraceSec, readyPort, readyLog, readyHttp, limits, stdin).
+/// note, name, timeoutSec, stopGraceSec, readyPort, readyLog, readyHttp, limits, stdin,
+/// restart, restartDelaySec, maxRestarts, queue).
 /// Unknown keys and wrong types are invalid_argument.
 /// `default_cwd` fills a missing cwd.
 Result<StartSpec> parse_json_request(const nlohmann::json& j, const std::string& default_cwd);

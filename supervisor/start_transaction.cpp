@@ -1,5 +1,5 @@
 // A start, from its claim to its outcome: staging folder, job, reports, publish, commit or undo.
-#include "supervisor/supervisor_impl.hpp"
+#include "supervisor/starting.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -35,25 +35,17 @@ constexpr size_t kMaxInlineScript = 100 * 1024;
 Error interrupted_error() { return Error{Errc::interrupted, "the start was interrupted: nothing was started"}; }
 Error shutting_down_error() { return Error{Errc::io_error, "the supervisor is shutting down: nothing was started"}; }
 
-/// A start between its claim and its outcome (start_async). Made on the
-/// caller's thread; once handed to the event loop, touched only there.
-struct Supervisor::Impl::Starting {
-  std::uint64_t token = 0;
-  std::string id;
-  StartSpec spec;
-  bool replacing = false;   // a named slot or ended command of that name is replaced
-  std::string old_script;   // the replaced record's script file
-  std::string tmp_dir, final_dir;
-  std::unique_ptr<PendingLaunch> launch;
-  bool let_go = false;      // the command may have exec'd: giving up means killing it
-  bool published = false;   // the record is listed
-  MonitorInfo monitor;      // from monitor.json, once published
-  Cgroup cg;                // the command's cgroup, made before the monitor starts; empty: none
-  std::uint64_t timer = 0;  // the current report's deadline
-  StartDone done;
-  std::atomic<bool> stop_asked{false};
-  std::optional<std::stop_callback<std::function<void()>>> on_stop;
-};
+std::map<std::string, std::string> command_env(const StartSpec& spec) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (auto& [k, v] : spec.env) env[k] = v;
+  for (auto& [k, v] : spec.secret_env) env[k] = v;
+  return env;
+}
 
 void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone done, std::stop_token stop) {
   Impl& I = *impl_;
@@ -84,14 +76,7 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
     if (auto why = limits_refused(*spec.limits, I.cgroups ? &*I.cgroups : nullptr, I.no_cgroup))
       return done(Error{Errc::invalid_argument, *why});
 
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (auto& [k, v] : spec.env) env[k] = v;
-  for (auto& [k, v] : spec.secret_env) env[k] = v;
+  std::map<std::string, std::string> env = command_env(spec);
   if (auto v = check_executable(argv[0], spec.cwd, env.count("PATH") ? env["PATH"] : ""); !v) return done(v.error());
 
   // Claim the id (and a place under max_running). `done` runs without the lock.
@@ -103,15 +88,14 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   // this name that was given up (and resumes late) cannot find this folder.
   s->tmp_dir = I.start_dir(id) + "~" + std::to_string(s->token);
   auto fail_early = [&](Error e) {
-    if (!s->cg.empty()) s->cg.remove();
     remove_tree(s->tmp_dir);
     if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
-    I.unreserve(id, spec.requester_uid);
+    I.unreserve(id, spec.requester_uid, !s->queue_full);
     done(std::move(e));
   };
   if (::mkdir(s->tmp_dir.c_str(), 0700) != 0) {
     int e = errno;
-    I.unreserve(id, spec.requester_uid);
+    I.unreserve(id, spec.requester_uid, !s->queue_full);
     return done(error_from_errno(e, "mkdir " + s->tmp_dir));
   }
   json sj = spec_to_json(spec);
@@ -123,7 +107,6 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
     return fail_early(Error{Errc::invalid_argument, std::string("the request cannot be recorded: ") + e.what()});
   }
   if (auto w = write_file_atomic(s->tmp_dir + "/spec.json", spec_text); !w) return fail_early(w.error());
-
   // One exec argument may hold at most 128 KiB (MAX_ARG_STRLEN): longer
   // shell text runs from a file, kept until the record is removed.
   if (spec.shell && spec.shell->size() > kMaxInlineScript) {
@@ -133,11 +116,35 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
     if (w) w = write_file_atomic(file, *spec.shell, false);
     if (!w) return fail_early(w.error());
     spec.script_file = file;
-    argv = spec.effective_argv();
     sj = spec_to_json(spec);
     sj["bgId"] = id;
     (void)write_file_atomic(s->tmp_dir + "/spec.json", sj.dump() + "\n");
   }
+  if (s->queue_full) {
+    // Accepted now, started later in order (start_queue.cpp); on disk first,
+    // so that a daemon that dies meanwhile loses nothing.
+    Result<CommandStatus> queued = I.enqueue(*s);
+    if (!queued) return fail_early(queued.error());
+    return done(std::move(queued));
+  }
+  I.launch(s, std::move(env), std::move(done), std::move(stop));
+}
+
+void Supervisor::Impl::launch(const std::shared_ptr<Starting>& s, std::map<std::string, std::string> env,
+                              StartDone done, std::stop_token stop) {
+  Impl& I = *this;
+  StartSpec& spec = s->spec;
+  const std::string& id = s->id;
+  auto argv = spec.effective_argv();
+  auto fail_early = [&](Error e) {
+    if (!s->cg.empty()) s->cg.remove();
+    if (!s->from_queue) remove_tree(s->tmp_dir);
+    if (!spec.script_file.empty() && !s->from_queue) ::unlink(spec.script_file.c_str());
+    I.unreserve(id, spec.requester_uid);
+    if (s->from_queue) end_queued(id, e, false);
+    done(std::move(e));
+  };
+
   env["SBX_BGID"] = id;
   MonitorLaunch l;
   l.record_dir = s->tmp_dir;
@@ -149,6 +156,9 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   l.log_max = I.opts.log_max;
   l.run_as = spec.run_as;
   l.stdin_pipe = spec.stdin_pipe;
+  l.restart = spec.restart;
+  l.restart_delay_sec = spec.restart_delay_sec;
+  l.max_restarts = spec.max_restarts;
   if (I.cgroups) {
     // Made (with its limits) before the monitor exists: the command joins it
     // between fork and exec, so none of its processes ever runs outside.
@@ -175,30 +185,40 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   I.loop->post([&I, s] { I.start_begin(s); });
 }
 
+std::optional<Error> Supervisor::Impl::no_place(uid_t owner) const {
+  if (opts.max_running > 0 && running + starting >= opts.max_running)
+    return Error{Errc::try_again, std::to_string(running + starting) +
+                                      " commands are running, the most allowed at once (max_running=" +
+                                      std::to_string(opts.max_running) +
+                                      "): stop one, wait for one to end, or ask for \"queue\": true"};
+  if (opts.max_running_per_user > 0) {
+    const auto mine = active_by_uid.find(owner);
+    const std::size_t n = mine == active_by_uid.end() ? 0 : mine->second;
+    if (n >= opts.max_running_per_user)
+      return Error{Errc::try_again, "uid " + std::to_string(owner) + " runs " + std::to_string(n) +
+                                        " commands, the most one user may run at once (max_running_per_user=" +
+                                        std::to_string(opts.max_running_per_user) +
+                                        "): stop one, wait for one to end, or ask for \"queue\": true"};
+  }
+  return std::nullopt;
+}
+
 std::optional<Error> Supervisor::Impl::claim(Starting& s, StartMode mode) {
   std::lock_guard g(mu);
   const StartSpec& spec = s.spec;
   if (closing) return Error{Errc::io_error, "the supervisor is shutting down"};
-  if (opts.max_running > 0 && running + starting >= opts.max_running)
-    return Error{Errc::try_again, std::to_string(running + starting) +
-                                      " commands are running, the most allowed at once (max_running=" +
-                                      std::to_string(opts.max_running) + "): stop one or wait for one to end"};
-  if (opts.max_running_per_user > 0) {
-    const auto mine = active_by_uid.find(spec.requester_uid);
-    const std::size_t n = mine == active_by_uid.end() ? 0 : mine->second;
-    if (n >= opts.max_running_per_user)
-      return Error{Errc::try_again, "uid " + std::to_string(spec.requester_uid) + " runs " + std::to_string(n) +
-                                        " commands, the most one user may run at once (max_running_per_user=" +
-                                        std::to_string(opts.max_running_per_user) +
-                                        "): stop one or wait for one to end"};
-  }
+  // With queue: true, behind the queued ones of this user even when a place is free.
+  std::optional<Error> full = no_place(spec.requester_uid);
+  if (full && !spec.queue) return full;
+  s.queue_full = full.has_value() || (spec.queue && queued_ahead(spec.requester_uid));
   if (!spec.name.empty()) {
     s.id = spec.name;
     if (reserved.count(s.id)) return Error{Errc::busy, "'" + s.id + "' is being started"};
     auto it = records.find(s.id);
     if (it != records.end()) {
       if (mode == StartMode::new_only) return Error{Errc::already_exists, "the name '" + s.id + "' is already in use"};
-      if (is_running(it->second.state)) return Error{Errc::busy, "'" + s.id + "' is running"};
+      if (is_pending(it->second.state))  // running, restarting, queued...
+        return Error{Errc::busy, "'" + s.id + "' is " + state_name(it->second.state)};
       s.replacing = true;
       if (it->second.spec) s.old_script = it->second.spec->script_file;
     }
@@ -208,15 +228,17 @@ std::optional<Error> Supervisor::Impl::claim(Starting& s, StartMode mode) {
     } while (records.count(s.id) || reserved.count(s.id));
   }
   reserved.insert(s.id);
+  s.token = next_start++;
+  if (s.queue_full) return std::nullopt;  // no place taken: enqueue() records it
   ++starting;
   ++active_by_uid[spec.requester_uid];
-  s.token = next_start++;
   return std::nullopt;
 }
 
-void Supervisor::Impl::unreserve(const std::string& id, uid_t owner) {
+void Supervisor::Impl::unreserve(const std::string& id, uid_t owner, bool had_place) {
   std::lock_guard g(mu);
   reserved.erase(id);
+  if (!had_place) return;
   --starting;
   if (--active_by_uid[owner] == 0) active_by_uid.erase(owner);
 }
@@ -288,13 +310,15 @@ void Supervisor::Impl::start_report(std::uint64_t token) {
 Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   // Published (folder renamed, record listed) once the command is forked
   // and before it may exec: a command that looks at its own record at once
-  // (sbx-step, cat procs/$SBX_BGID/status.json) finds it.
+  // (sbx-step, cat procs/$SBX_BGID/status.json) finds it. A queued record
+  // is listed in its folder already: it now runs.
   if (!s.old_script.empty()) ::unlink(s.old_script.c_str());
   if (s.replacing) {
     std::string del = deletion_dir();
     if (::rename(s.final_dir.c_str(), del.c_str()) == 0) work->post([del] { remove_tree(del); });
   }
-  if (::rename(s.tmp_dir.c_str(), s.final_dir.c_str()) != 0) return error_from_errno(errno, "rename " + s.tmp_dir);
+  if (!s.from_queue && ::rename(s.tmp_dir.c_str(), s.final_dir.c_str()) != 0)
+    return error_from_errno(errno, "rename " + s.tmp_dir);
   MonitorInfo m;
   if (auto mt = read_file(s.final_dir + "/monitor.json"); mt.ok() && mt.value()) {
     if (auto pm = parse_monitor(*mt.value())) m = pm.value();
@@ -302,6 +326,14 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   if (m.pid == 0) m.pid = pid;
   s.monitor = m;
   std::lock_guard g(mu);
+  if (s.from_queue) {
+    ::unlink((s.final_dir + "/queued").c_str());  // monitor.json says more now
+    auto it = records.find(s.id);
+    if (it == records.end()) return Error{Errc::not_found, "'" + s.id + "' was removed before it started"};
+    it->second.state = transition(it->second.state, CommandEvent::started).next;
+    it->second.monitor = m;
+    return Ok{};
+  }
   ended_index.erase(s.id);  // a named command that ended is replaced
   serial_for(s.id);
   const auto old = records.find(s.id);  // a slot or an ended run it replaces
@@ -328,6 +360,7 @@ void Supervisor::Impl::start_commit(std::uint64_t token) {
     --starting;
     ++running;
     auto it = records.find(id);
+    it->second.launch_token = 0;
     // Queued before the monitor's pidfd is watched, so it is told first.
     emit(Event::Kind::started, id);
     if (s->spec.ready) loop->post([this, id] { start_probe(id); });
@@ -365,16 +398,25 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
   }
   s->launch.reset();
   if (!s->cg.empty()) {
-    // Nothing of it runs on: what may have exec'd is killed, the rest exits at the go's EOF.
-    if (s->let_go) s->cg.kill();
-    if (!s->cg.wait_empty(std::chrono::seconds(1)) || s->cg.remove() != 0)
-      work->post([cg = s->cg] {
-        cg.kill();
-        cg.wait_empty(std::chrono::seconds(10));
-        cg.remove();
-      });
+    // Nothing of it runs on (what was not let go would exit at the go's EOF anyway).
+    if (s->cg.destroy(std::chrono::seconds(1)) != 0) work->post([cg = s->cg] { cg.destroy(); });
   }
   if (!s->spec.script_file.empty()) ::unlink(s->spec.script_file.c_str());
+  if (s->from_queue) {
+    // The record stays: its requester was told its id long ago. Ended; or,
+    // when the supervisor closes before the command could exec, queued
+    // again for the next one.
+    unreserve(s->id, s->spec.requester_uid);
+    bool closing_now = false;
+    {
+      std::lock_guard g(mu);
+      closing_now = closing;
+    }
+    if (closing_now && !s->let_go && requeue(s->id)) return s->done(std::move(e));
+    end_queued(s->id, e, e.code == Errc::interrupted);
+    s->done(std::move(e));
+    return start_queued();
+  }
   std::string gone = s->tmp_dir;
   if (s->published) {
     std::lock_guard g(mu);
@@ -388,6 +430,7 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
   unreserve(s->id, s->spec.requester_uid);
   if (s->published) emit(Event::Kind::removed, s->id);
   s->done(std::move(e));
+  start_queued();  // its place is free
 }
 
 Result<CommandStatus> Supervisor::start(const StartSpec& spec, StartMode mode) {

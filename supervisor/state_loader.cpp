@@ -57,7 +57,9 @@ void Supervisor::Impl::load_record(const std::string& id) {
       r.owner_sid = r.spec->requester_sid;
     }
   }
-  if (r.state == CommandState::running && !r.error) {
+  if (r.state == CommandState::running && !r.error && load_queued(r)) {
+    // Not started yet: started in order once loaded (start_queue.cpp).
+  } else if (r.state == CommandState::running && !r.error) {
     auto mon = read_file(dir + "/monitor.json");
     if (mon.ok() && mon.value()) {
       auto m = parse_monitor(*mon.value());
@@ -107,9 +109,11 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (it->second.error && has_ended(it->second.state)) it->second.state = CommandState::error;
   if (has_ended(it->second.state)) note_ended(it->second);
   if (is_running(it->second.state)) {
-    // A frozen cgroup is a command paused before the restart.
+    // A frozen cgroup is a command paused before the restart; a monitor
+    // between two runs (restart policy) says when the next one starts.
     if (const std::string& cg = it->second.monitor.cgroup; !cg.empty() && Cgroup(cg).frozen())
       it->second.state = transition(it->second.state, CommandEvent::pause_asked).next;
+    it->second.state = apply_run_state(it->second.state, it->second.monitor);
     ++running;
     ++active_by_uid[it->second.owner_uid];
     watch_running(it->second);

@@ -73,6 +73,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   impl->prune();  // the limits may be lower than last time, or records aged meanwhile
   impl->launcher = std::make_unique<MonitorLauncher>(impl->opts.monitor_path);
   impl->launcher->prestart();
+  impl->loop->post([p] { p->start_queued(); });  // what was queued when the last daemon went
   return std::unique_ptr<Supervisor>(new Supervisor(std::move(impl)));
 }
 
@@ -116,9 +117,16 @@ Status Supervisor::stop(const std::string& id) {
   auto it = impl_->records.find(id);
   if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
   // The record keeps no stopping state (the monitor does): the table says
-  // whether there is anything to stop.
-  if (transition(it->second.state, CommandEvent::stop_asked).action != CommandAction::send_term) return Ok{};
-  it->second.state = CommandState::running;  // a paused one: the monitor thaws it to deliver the TERM
+  // whether there is anything to stop. Between runs the monitor ends the
+  // policy at once (end_policy): its exit.json follows.
+  const CommandAction action = transition(it->second.state, CommandEvent::stop_asked).action;
+  if (it->second.state == CommandState::queued && action == CommandAction::record_end) {
+    impl_->stop_queued(it->second);  // it never runs
+    return Ok{};
+  }
+  if (action != CommandAction::send_term && action != CommandAction::end_policy) return Ok{};
+  if (action == CommandAction::send_term)
+    it->second.state = CommandState::running;  // a paused one: the monitor thaws it to deliver the TERM
   return write_ctl(impl_->dir_of(id), std::string(kCtlTerm) + "\n");
 }
 
@@ -302,7 +310,7 @@ std::optional<CommandStatus> Supervisor::wait(const std::string& id, std::chrono
     std::unique_lock g(impl_->mu);
     impl_->changed.wait_for(g, timeout, [&] {
       auto it = impl_->records.find(id);
-      return it == impl_->records.end() || !is_running(it->second.state);
+      return it == impl_->records.end() || !is_pending(it->second.state);
     });
   }
   return status(id);

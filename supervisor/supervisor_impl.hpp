@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -119,6 +120,10 @@ struct Supervisor::Impl {
   /// `scanned`: called again once finish_unknown has run (on the worker pool).
   void on_monitor_exit(const std::string& id, bool scanned = false);
   void on_inotify();
+  /// monitor.json was written again (restart policy): the latest run, or the delay before it.
+  void on_monitor_record(const std::string& id);
+  /// Takes what r's monitor.json says now; true for a run the record did not know. Needs mu.
+  bool apply_monitor_record(Record& r);
   void finish_unknown(const std::string& dir, const MonitorInfo* m, const std::vector<std::string>& env_marks);
 
   // state_loader.cpp
@@ -146,9 +151,38 @@ struct Supervisor::Impl {
   void drop_stdin(Record& r);  // needs mu
 
   // start_transaction.cpp: start_async, once handed to the loop (loop thread).
-  /// Claims s.spec's name (or a fresh id) and a place under max_running. No lock held.
+  /// Claims s.spec's name (or a fresh id) and a place under max_running
+  /// (none with s.queue_full: it is to be queued). No lock held.
   std::optional<Error> claim(Starting& s, StartMode mode);
-  void unreserve(const std::string& id, uid_t owner);  // no lock held
+  /// Why `owner` may not start one more now (max_running, max_running_per_user). Needs mu.
+  std::optional<Error> no_place(uid_t owner) const;
+  /// had_place: claim() took a place (false for a request it queued). No lock held.
+  void unreserve(const std::string& id, uid_t owner, bool had_place = true);
+  /// The rest of a start once claimed (and recorded): the cgroup, the job to
+  /// the monitor, then the event loop. From start_async, or start_queued.
+  void launch(const std::shared_ptr<Starting>& s, std::map<std::string, std::string> env, StartDone done,
+              std::stop_token stop);
+
+  // start_queue.cpp: commands queued past max_running.
+  std::uint64_t next_queue_seq = 1;            // guarded by mu
+  std::map<std::uint64_t, std::string> queue;  // queue_seq -> id of the queued records; guarded by mu
+  /// Whether a queued record waits that `owner`'s next one would have to wait behind. Needs mu.
+  bool queued_ahead(uid_t owner) const;
+  /// Records s (claimed with queue_full, spec.json in s.tmp_dir) as queued: publishes it. No lock held.
+  Result<CommandStatus> enqueue(Starting& s);
+  /// Starts queued records, oldest first, while there are places (loop thread).
+  void start_queued();
+  /// Ends queued record `id` that never ran: stopped (`stopped`) or its start failed (`why`). No lock held.
+  void end_queued(const std::string& id, const Error& why, bool stopped);
+  /// Puts back in the queue a queued record whose start was called off
+  /// before its exec (the supervisor closes); false when it cannot. No lock held.
+  bool requeue(const std::string& id);
+  /// Ends a queued record as stopped, under mu (Supervisor::stop). Needs mu.
+  void stop_queued(Record& r);
+  /// Writes how a queued record ended and ends it. Needs mu.
+  void finish_queued(Record& r, const ExitInfo& e);
+  /// At load: whether record `r` (spec read, not ended) is queued; then its place is kept. Needs mu.
+  bool load_queued(Record& r);
   void start_begin(const std::shared_ptr<Starting>& s);
   void arm_start_timer(Starting& s, const char* report);
   void start_report(std::uint64_t token);

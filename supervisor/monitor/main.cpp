@@ -1,7 +1,9 @@
 // sbxfs-monitor: the per-command monitor (conmon / s6-supervise pattern).
 //
 //   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES]
-//                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] [--stdin pipe] -- ARGV0 ARGS...
+//                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] [--stdin pipe]
+//                 [--restart on-failure|always [--restart-delay-ms N] [--max-restarts N]]
+//                 -- ARGV0 ARGS...
 //
 // --uid/--gid/--groups: the command (not the monitor) runs with these
 // credentials: with allow_other, as the user who wrote the request.
@@ -20,6 +22,13 @@
 // --stdin pipe: the command reads the FIFO `stdin` of RECORD_DIR (made here)
 // as its standard input; without it, /dev/null. The monitor holds a write
 // end until a ctl `eof` (FORMAT.md, "stdin").
+// --restart: the restart policy (supervisor/restart_policy.hpp), run here so
+// that it goes on while no daemon runs: a run that ended is followed by
+// another after the delay (--restart-delay-ms, default 1000, doubling after
+// short runs), at most --max-restarts times; each run starts in the
+// command's working directory and writes on into the same log after a
+// marker line; monitor.json is written again for each run. A `term` or
+// `kill` request ends the policy, also during a delay.
 // The command gets the monitor's environment and working directory; ARGV0
 // is looked up in PATH unless it contains a '/' (as execvp does, but a file
 // that is not a program is refused with ENOEXEC, never run by /bin/sh).
@@ -83,7 +92,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES] "
-    "[--uid N --gid N [--groups G,...]] [--cgroup DIR] [--stdin pipe] -- ARGV0 ARGS...";
+    "[--uid N --gid N [--groups G,...]] [--cgroup DIR] [--stdin pipe] "
+    "[--restart on-failure|always [--restart-delay-ms N] [--max-restarts N]] -- ARGV0 ARGS...";
 
 int g_dirfd = -1;
 bool g_ctl_created = false;
@@ -167,6 +177,9 @@ struct Args {
   std::vector<gid_t> groups;
   std::string cgroup;  // empty: none
   bool stdin_pipe = false;
+  sup::RestartPolicy restart = sup::RestartPolicy::no;
+  uint64_t restart_delay_ms = 1000;
+  std::optional<uint64_t> max_restarts;
   char** argv = nullptr;
 };
 
@@ -213,6 +226,16 @@ bool parse_args(int argc, char** argv, Args* a) {
     } else if (opt == sup::kJobCgroup) {
       if (value.empty() || value[0] != '/') return false;
       a->cgroup = value;
+    } else if (opt == "--restart") {
+      auto p = sup::parse_restart_policy(value);
+      if (!p) return false;
+      a->restart = *p;
+    } else if (opt == "--restart-delay-ms") {
+      if (!parse_u64(value.c_str(), &a->restart_delay_ms) || a->restart_delay_ms == 0) return false;
+    } else if (opt == "--max-restarts") {
+      uint64_t n = 0;
+      if (!parse_u64(value.c_str(), &n)) return false;
+      a->max_restarts = n;
     } else if (opt == "--groups") {
       size_t pos = 0;
       while (pos < value.size()) {
@@ -253,8 +276,9 @@ struct itimerspec ms_to_its(uint64_t ms) {
 // cgroup_procs: the cgroup's cgroup.procs to join, or -1 (none, or born in it).
 // go_fd >= 0: one byte from it first (EOF: the start was cancelled).
 // stdin_src: what becomes its fd 0 (/dev/null, or the stdin FIFO's read end).
+// cwd: where to change to first (a restart: the monitor itself is in /).
 [[noreturn]] void exec_child(const Args& args, int go_fd, int stdin_src, int out_w, int err_w, int status_w,
-                             int cgroup_procs) {
+                             int cgroup_procs, const char* cwd) {
   char** argv = args.argv;
   // Into the command's cgroup before anything else runs here (unless it
   // was born there: then cgroup_procs is -1).
@@ -280,8 +304,9 @@ struct itimerspec ms_to_its(uint64_t ms) {
     } while (n < 0 && errno == EINTR);
     if (n != 1) err = ECANCELED;
   }
+  if (err == 0 && cwd != nullptr && ::chdir(cwd) != 0) err = errno;
   if (err != 0) {
-    // the supervisor did not publish it: no exec
+    // the supervisor did not publish it, or the run cannot start: no exec
   } else if (::setsid() < 0 || ::dup2(stdin_src, 0) < 0 || ::dup2(out_w, 1) < 0 || ::dup2(err_w, 2) < 0) {
     err = errno;
   } else if (args.has_uid &&
@@ -296,6 +321,64 @@ struct itimerspec ms_to_its(uint64_t ms) {
     n = ::write(status_w, &err, sizeof err);
   } while (n < 0 && errno == EINTR);
   ::_exit(127);
+}
+
+// Forks a run: fresh stdout/stderr pipes (read ends, non-blocking, in
+// m.out/m.err), fd 0 from stdin_src; with a cgroup (m.cg_dir) the child is
+// born in it where the kernel can (clone3: no migration to pay for), else
+// forked and joined by cgroup.procs, which then reports the cgroup's error.
+// Then it execs. Returns the child (-1: errno set, nothing forked) and the
+// read end of its exec status pipe in *status_r.
+pid_t fork_run(const Args& args, Monitor& m, int go_fd, int stdin_src, const char* cwd, int* status_r) {
+  int outp[2] = {-1, -1}, errp[2] = {-1, -1}, statp[2] = {-1, -1};
+  pid_t root = -1;
+  int cgroup_procs = -1;
+  if (::pipe2(outp, O_CLOEXEC) == 0 && ::pipe2(errp, O_CLOEXEC) == 0 && ::pipe2(statp, O_CLOEXEC) == 0) {
+    if (m.cg_dir >= 0) root = sup::fork_into_cgroup(m.cg_dir);
+    if (root < 0 && m.cg_dir >= 0) cgroup_procs = m.cg.open_procs();
+    if (root < 0 && (m.cg_dir < 0 || cgroup_procs >= 0)) root = ::fork();
+    if (root == 0) exec_child(args, go_fd, stdin_src, outp[1], errp[1], statp[1], cgroup_procs, cwd);
+  }
+  const int e = errno;
+  if (cgroup_procs >= 0) ::close(cgroup_procs);
+  for (int fd : {outp[1], errp[1], statp[1]})
+    if (fd >= 0) ::close(fd);
+  if (root < 0) {
+    for (int fd : {outp[0], errp[0], statp[0]})
+      if (fd >= 0) ::close(fd);
+    errno = e;
+    return -1;
+  }
+  m.out.pipe = outp[0];
+  m.err.pipe = errp[0];
+  m.out.grown = m.err.grown = false;
+  ::fcntl(m.out.pipe, F_SETFL, ::fcntl(m.out.pipe, F_GETFL) | O_NONBLOCK);
+  ::fcntl(m.err.pipe, F_SETFL, ::fcntl(m.err.pipe, F_GETFL) | O_NONBLOCK);
+  *status_r = statp[0];
+  return root;
+}
+
+// Waits for the exec of `root`: 0, or the child's errno (then it is reaped).
+int exec_outcome(int status_r, pid_t root) {
+  int child_err = 0;
+  size_t got = 0;
+  while (got < sizeof child_err) {
+    ssize_t n = ::read(status_r, reinterpret_cast<char*>(&child_err) + got, sizeof child_err - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(status_r);
+  if (got == 0) return 0;
+  while (::waitpid(root, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return got == sizeof child_err ? child_err : EIO;
+}
+
+std::string exec_error(const Args& args, int e) {
+  std::string why = errmsg((std::string("cannot execute '") + args.argv[0] + "'").c_str(), e);
+  if (e == ENOEXEC) why += " (neither a program for this machine nor a script starting with #!; argv runs no shell)";
+  return why;
 }
 
 // monitor.json could not be written: undo the start completely.
@@ -383,24 +466,15 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   }
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) fail(errno, errmsg("cannot open /dev/null", errno));
-  int cgroup_dir = -1;
   if (!args.cgroup.empty()) {
     m.cg = sup::Cgroup(args.cgroup);
-    cgroup_dir = ::open(args.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (cgroup_dir < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
+    m.cg_dir = ::open(args.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (m.cg_dir < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
     m.cg_events = m.cg.open_events();
     if (m.cg_events < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
   }
 
   // 4. Pipes and the command.
-  int outp[2], errp[2], statp[2];
-  if (::pipe2(outp, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0 ||
-      ::pipe2(statp, O_CLOEXEC) != 0)
-    fail(errno, errmsg("pipe", errno));
-  m.out.pipe = outp[0];
-  m.err.pipe = errp[0];
-  ::fcntl(m.out.pipe, F_SETFL, ::fcntl(m.out.pipe, F_GETFL) | O_NONBLOCK);
-  ::fcntl(m.err.pipe, F_SETFL, ::fcntl(m.err.pipe, F_GETFL) | O_NONBLOCK);
   Relay relay(dirfd, args.log_max, m.out, m.err);
   m.relay = &relay;
   int stdin_r = -1;
@@ -415,21 +489,10 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   std::string started_at = sup::iso_now();
   // Forked by the server, stdin is the go socket (server.cpp).
   const int go_fd = detach ? -1 : 0;
-  // Born in its cgroup where the kernel can (no migration to pay for), else
-  // forked and joined by cgroup.procs, which then reports the cgroup's error.
-  int join_fd = -1;
-  pid_t root = cgroup_dir >= 0 ? sup::fork_into_cgroup(cgroup_dir) : -1;
-  if (root < 0 && cgroup_dir >= 0 && (join_fd = m.cg.open_procs()) < 0)
-    fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
-  if (root < 0) root = ::fork();
+  int status_r = -1;
+  pid_t root = fork_run(args, m, go_fd, stdin_r >= 0 ? stdin_r : devnull, nullptr, &status_r);
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
-  if (root == 0) exec_child(args, go_fd, stdin_r >= 0 ? stdin_r : devnull, outp[1], errp[1], statp[1], join_fd);
   if (stdin_r >= 0) ::close(stdin_r);  // the command's alone
-  if (join_fd >= 0) ::close(join_fd);
-  if (cgroup_dir >= 0) ::close(cgroup_dir);
-  ::close(outp[1]);
-  ::close(errp[1]);
-  ::close(statp[1]);
   if (go_fd >= 0) ::dup2(devnull, go_fd);  // the command alone holds it now
 
   // 5. monitor.json (the pid is known, and it holds still: its start time
@@ -450,30 +513,58 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   if (go_fd >= 0) report(std::string(sup::kReportForked) + " " + std::to_string(root));
 
   // 6. Did the exec work?
-  int child_err = 0;
-  size_t got = 0;
-  while (got < sizeof child_err) {
-    ssize_t n = ::read(statp[0], reinterpret_cast<char*>(&child_err) + got, sizeof child_err - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(statp[0]);
-  if (got > 0) {
-    while (::waitpid(root, nullptr, 0) < 0 && errno == EINTR) {
-    }
+  if (int e = exec_outcome(status_r, root)) {
     ::unlinkat(dirfd, sup::kMonitorFile, 0);  // nothing ran: no record of a start
-    int e = got == sizeof child_err ? child_err : EIO;
-    std::string why = errmsg((std::string("cannot execute '") + args.argv[0] + "'").c_str(), e);
-    if (e == ENOEXEC)
-      why += " (neither a program for this machine nor a script starting with #!; argv runs no shell)";
-    fail(e, why);
+    fail(e, exec_error(args, e));
   }
   if (m.timeout_tfd >= 0) {
     struct itimerspec its = ms_to_its(args.timeout_ms);
     ::timerfd_settime(m.timeout_tfd, 0, &its, nullptr);
   }
   m.root = root;
+  m.info = info;
+  m.timeout_ms = args.timeout_ms;
+  m.restart = args.restart;
+  std::string cwd;  // each later run starts where the first did
+  if (args.restart != sup::RestartPolicy::no) {
+    m.restart_delay_ms = args.restart_delay_ms;
+    m.max_restarts = args.max_restarts;
+    m.restart_tfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (m.restart_tfd < 0) diag("timerfd_create: %s: no restarts", ::strerror(errno));
+    if (char* here = ::getcwd(nullptr, 0)) {
+      cwd = here;
+      ::free(here);
+    }
+    m.spawn = [&args, &m, &cwd, devnull, dirfd](pid_t* pid, std::string* why) {
+      *pid = -1;
+      if (!m.cg.empty() && !m.cg.exists()) {
+        *why = errmsg(("cannot open the cgroup " + m.cg.path()).c_str(), ENOENT);
+        return ENOENT;
+      }
+      // Said in words here; the child's chdir would only give an errno.
+      struct stat st {};
+      int e = 0;
+      if (!cwd.empty() && ::stat(cwd.c_str(), &st) != 0) e = errno;
+      else if (!cwd.empty() && !S_ISDIR(st.st_mode)) e = ENOTDIR;
+      if (e != 0) {
+        *why = errmsg(("cannot change to '" + cwd + "'").c_str(), e);
+        return e;
+      }
+      // Each run reads the same input, from a read end of its own.
+      const int in = args.stdin_pipe ? open_stdin_for_run(dirfd) : -1;
+      int status = -1;
+      *pid = fork_run(args, m, -1, in >= 0 ? in : devnull, cwd.empty() ? nullptr : cwd.c_str(), &status);
+      if (in >= 0) ::close(in);
+      if (*pid < 0) {
+        e = errno;
+        *why = errmsg("cannot fork", e);
+        return e;
+      }
+      e = exec_outcome(status, *pid);
+      if (e != 0) *why = exec_error(args, e);
+      return e;
+    };
+  }
 
   report(std::string(sup::kReportOk) + " " + std::to_string(root));
   ::dup2(devnull, 1);  // the launcher's read now sees EOF

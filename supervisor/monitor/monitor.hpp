@@ -9,11 +9,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "supervisor/atomic_write.hpp"
 #include "supervisor/cgroup.hpp"
 #include "supervisor/log_index.hpp"
+#include "supervisor/monitor_record.hpp"
+#include "supervisor/restart_policy.hpp"
 
 namespace sbxmon {
 
@@ -61,12 +65,16 @@ class Relay {
   // Reads until s.pipe is empty or at EOF (bounded).
   void drain(Stream& s);
   uint64_t dropped() const { return dropped_; }
+  // A line of sbxfs's own between two runs (restart policy): a marker chunk
+  // of kind restart. `text` holds no newline.
+  void restart_marker(const std::string& text);
   // Bytes of output the log could not take (a write failed: disk full).
   uint64_t log_lost() const { return log_lost_; }
 
  private:
   // Writes buf to the log and indexes what reached it.
-  void append(sup::LogStream stream, const char* buf, size_t len, int64_t time_us);
+  void append(sup::LogStream stream, const char* buf, size_t len, int64_t time_us,
+              sup::MarkerKind kind = sup::MarkerKind::log_max);
   void grow(Stream& s);
   void mark(int64_t time_us);
   void count_dropped(size_t n, int64_t time_us);
@@ -109,11 +117,23 @@ struct Monitor {
   // Then the end is also `populated 0`, signals go to its members, a kill
   // is cgroup.kill.
   sup::Cgroup cg;
+  int cg_dir = -1;     // its directory, open: each run is born in it (fork_run)
   int cg_events = -1;  // its cgroup.events (poll POLLPRI)
+  // --restart: when a run ends, the loop may start another (the cgroup
+  // stays, empty, between runs; the record ends only when the policy is over).
+  sup::RestartPolicy restart = sup::RestartPolicy::no;
+  uint64_t restart_delay_ms = 1000;           // the first delay
+  std::optional<uint64_t> max_restarts;       // none: no limit
+  int restart_tfd = -1;                       // timerfd of the delay between runs
+  uint64_t timeout_ms = 0;                    // --timeout-ms, armed again for each run
+  sup::MonitorInfo info;                      // monitor.json as last written
+  // Forks the next run (new pipes in out/err) and waits for its exec: 0,
+  // or an errno with `why` (the child is reaped then). *pid: the child, or -1.
+  std::function<int(pid_t* pid, std::string* why)> spawn;
 };
 
-// Runs until the whole tree has ended, writes exit.json, removes ctl.
-// Returns the monitor's exit status.
+// Runs until the whole tree has ended (under a restart policy: until the
+// policy is over), writes exit.json. Returns the monitor's exit status.
 int run_loop(Monitor& m);
 
 // The read end a run of the command gets as its stdin with --stdin pipe: the

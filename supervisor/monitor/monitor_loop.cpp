@@ -9,9 +9,15 @@
 // the monitor never parented counts too. The command's stdin FIFO is no
 // source: the command reads it directly, the monitor only holds a write end
 // (closed by the ctl request `eof`), so input costs the monitor no wake-up.
+//
+// Under a restart policy that end is a run's: the policy may arm the delay
+// timerfd (state restarting) and start the next run when it fires; the
+// record (exit.json) ends only when the policy is over. The cgroup stays,
+// empty, between runs: the monitor is not in it, and each run joins it.
 #include "monitor.hpp"
 
 #include "supervisor/clock.hpp"
+#include "supervisor/log_index.hpp"
 #include "supervisor/command_state.hpp"
 #include "supervisor/exit_record.hpp"
 #include "supervisor/monitor_ctl.hpp"
@@ -28,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -61,10 +68,25 @@ class Loop {
   // Children.
   void read_signals(bool* sigchld);
   bool reap();  // true once no child is left (ECHILD)
+  // A run's tree is gone: true when the record ends (else the policy armed its delay).
+  bool run_over();
   int finish();
+
+  // The restart policy.
+  void arm_delay();
+  void start_next_run();
+  void write_monitor_record();
 
   // Why the command was asked to end: the first reason wins.
   enum class Cause { none, requested, timeout };
+  // How the current run ended (valid once its root was reaped).
+  struct Outcome {
+    int exit_code = -1;
+    int sig = 0;
+    bool oom = false;
+    const char* reason = "exited";
+  };
+  Outcome outcome();
 
   Monitor& m_;
   sup::CommandState state_ = sup::CommandState::running;
@@ -73,6 +95,12 @@ class Loop {
   int root_status_ = 0;
   bool sent_sigkill_ = false;  // by a stop or a `signal 9`: such a SIGKILL is no oom kill
   int sweeps_ = 0;
+  bool stop_asked_ = false;  // a stop came (whatever cause_ says): the policy is over
+  bool over_ = false;        // the record ends now (a stop during the delay)
+  uint64_t restarts_ = 0;
+  std::chrono::steady_clock::time_point run_started_ = std::chrono::steady_clock::now();
+  sup::RestartBackoff backoff_{std::chrono::milliseconds(m_.restart_delay_ms)};
+  std::chrono::milliseconds delay_{0};  // the delay armed
   std::string ctl_buf_;
   bool ctl_skip_ = false;  // dropping an overlong line up to its newline
 };
@@ -165,6 +193,7 @@ void Loop::on(sup::CommandEvent e) {
   if (cause_ == Cause::none && (e == CommandEvent::stop_asked || e == CommandEvent::kill_asked))
     cause_ = Cause::requested;
   if (cause_ == Cause::none && e == CommandEvent::timed_out) cause_ = Cause::timeout;
+  if (e == CommandEvent::stop_asked || e == CommandEvent::kill_asked) stop_asked_ = true;
   const sup::Transition t = sup::transition(state_, e);
   const bool was_killing = state_ == sup::CommandState::killing;
   state_ = t.next;
@@ -175,6 +204,10 @@ void Loop::on(sup::CommandEvent e) {
     case sup::CommandAction::record_end: break;  // finish() writes the end
     case sup::CommandAction::freeze:
     case sup::CommandAction::thaw: break;        // the supervisor's (signal requests pass through)
+    case sup::CommandAction::arm_delay: arm_delay(); break;
+    case sup::CommandAction::spawn: start_next_run(); break;
+    case sup::CommandAction::end_policy: over_ = true; break;  // nothing runs: the record ends at once
+    case sup::CommandAction::launch: break;      // the supervisor's (a queued command has no monitor)
   }
 }
 
@@ -235,47 +268,139 @@ bool Loop::reap() {
   }
 }
 
+Loop::Outcome Loop::outcome() {
+  Outcome o;
+  if (root_reaped_ && WIFEXITED(root_status_)) o.exit_code = WEXITSTATUS(root_status_);
+  if (root_reaped_ && WIFSIGNALED(root_status_)) o.sig = WTERMSIG(root_status_);
+  // Only a SIGKILL nobody asked for can be the OOM killer's (so memory.events
+  // is not read on the way of every end).
+  const bool unasked_kill = o.sig == SIGKILL && !sent_sigkill_;
+  std::optional<std::uint64_t> cg_ooms = m_.cg.empty() || !unasked_kill ? std::nullopt : m_.cg.oom_kills();
+  if (cg_ooms) {
+    // The kernel's count for this command (every run's: a restart after an oom kill counts it again).
+    o.oom = *cg_ooms > 0;
+  } else if (unasked_kill && m_.oom_at_start >= 0) {
+    long long now = sup::read_oom_kill_count();
+    o.oom = now > m_.oom_at_start;
+  }
+  if (!root_reaped_) {
+    o.reason = "unknown";  // cannot happen: ECHILD means the root was reaped
+  } else if (cause_ == Cause::timeout) {
+    o.reason = "timedOut";
+  } else if (cause_ == Cause::requested) {
+    o.reason = "stopped";
+  } else if (o.sig != 0) {
+    o.reason = o.oom ? "oomKilled" : "killed";
+  }
+  return o;
+}
+
+bool Loop::run_over() {
+  m_.relay->drain(m_.out);
+  m_.relay->drain(m_.err);
+  if (m_.restart == sup::RestartPolicy::no || m_.restart_tfd < 0) return true;
+  const Outcome o = outcome();
+  const sup::RunEnd end{o.exit_code, o.sig != 0, stop_asked_};
+  if (!sup::restart_wanted(m_.restart, end, restarts_, m_.max_restarts)) return true;
+  // The next run gets pipes of its own; what a process outside the tree
+  // still writes to these is not this command's any more.
+  for (Stream* st : {&m_.out, &m_.err})
+    if (st->pipe >= 0) {
+      ::close(st->pipe);
+      st->pipe = -1;
+    }
+  const auto lasted =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - run_started_);
+  delay_ = backoff_.after_run(lasted);
+  char how[96];
+  if (o.sig != 0)
+    snprintf(how, sizeof how, "%s (%s)", o.reason, sup::signal_name(o.sig).c_str());
+  else
+    snprintf(how, sizeof how, "%s with code %d", cause_ == Cause::timeout ? "timedOut" : "exited", o.exit_code);
+  char line[256];
+  const std::string of = m_.max_restarts ? " of " + std::to_string(*m_.max_restarts) : std::string();
+  snprintf(line, sizeof line, "[sbxfs: %s; restart %llu%s in %.3g s]", how,
+           static_cast<unsigned long long>(restarts_ + 1), of.c_str(), static_cast<double>(delay_.count()) / 1000);
+  m_.relay->restart_marker(line);
+  on(sup::CommandEvent::run_ended);
+  return false;
+}
+
+void Loop::arm_delay() {
+  disarm_timeout();
+  struct itimerspec off = {};
+  ::timerfd_settime(m_.kill_tfd, 0, &off, nullptr);
+  // The next run joins the cgroup: a frozen one would stop it at once.
+  if (!m_.cg.empty()) m_.cg.freeze(false);
+  struct itimerspec its = {};
+  const auto ms = static_cast<uint64_t>(delay_.count());
+  its.it_value.tv_sec = static_cast<time_t>(ms / 1000);
+  its.it_value.tv_nsec = static_cast<long>((ms % 1000) * 1000000);
+  if (ms == 0) its.it_value.tv_nsec = 1;  // 0 would disarm
+  ::timerfd_settime(m_.restart_tfd, 0, &its, nullptr);
+  m_.info.restart_at = sup::iso_of_us((sup::now_ms() + static_cast<int64_t>(ms)) * 1000);
+  write_monitor_record();
+}
+
+void Loop::start_next_run() {
+  ++restarts_;
+  root_reaped_ = false;
+  root_status_ = 0;
+  sent_sigkill_ = false;
+  sweeps_ = 0;
+  cause_ = Cause::none;
+  m_.oom_at_start = sup::read_oom_kill_count();
+  run_started_ = std::chrono::steady_clock::now();
+  pid_t pid = -1;
+  std::string why;
+  const int err = m_.spawn(&pid, &why);
+  m_.info.restarts = restarts_;
+  m_.info.restart_at.clear();
+  m_.info.started_at = sup::iso_now();
+  if (pid > 0) {
+    sup::ProcStat st;
+    m_.info.pid = pid;
+    m_.info.pid_start = err == 0 && sup::read_proc_stat(pid, &st) ? st.starttime : 0;
+  }
+  write_monitor_record();
+  if (err != 0) {
+    // A run that could not start is one that failed: 127, as a shell says
+    // of a command it cannot run; the policy goes on (or ends) as after any.
+    m_.relay->restart_marker("[sbxfs: restart " + std::to_string(restarts_) + ": " + why + "]");
+    root_reaped_ = true;
+    root_status_ = 127 << 8;
+    if (run_over()) over_ = true;
+    return;
+  }
+  m_.root = pid;
+  if (m_.timeout_tfd >= 0 && m_.timeout_ms > 0) {
+    struct itimerspec its = {};
+    its.it_value.tv_sec = static_cast<time_t>(m_.timeout_ms / 1000);
+    its.it_value.tv_nsec = static_cast<long>((m_.timeout_ms % 1000) * 1000000);
+    ::timerfd_settime(m_.timeout_tfd, 0, &its, nullptr);
+  }
+}
+
+void Loop::write_monitor_record() {
+  if (int e = sup::write_file_atomic_at(m_.dirfd, sup::kMonitorFile, sup::format_monitor(m_.info)))
+    diag("cannot write monitor.json: %s", ::strerror(e));
+}
+
 int Loop::finish() {
   on(sup::CommandEvent::ended);
   m_.relay->drain(m_.out);
   m_.relay->drain(m_.err);
-
-  int exit_code = -1;
-  int sig = 0;
-  if (root_reaped_ && WIFEXITED(root_status_)) exit_code = WEXITSTATUS(root_status_);
-  if (root_reaped_ && WIFSIGNALED(root_status_)) sig = WTERMSIG(root_status_);
-
-  bool oom = false;
-  // Only a SIGKILL nobody asked for can be the OOM killer's (so memory.events
-  // is not read on the way of every end).
-  const bool unasked_kill = sig == SIGKILL && !sent_sigkill_;
-  std::optional<std::uint64_t> cg_ooms = m_.cg.empty() || !unasked_kill ? std::nullopt : m_.cg.oom_kills();
-  if (cg_ooms) {
-    oom = *cg_ooms > 0;  // the kernel's count for this command
-  } else if (unasked_kill && m_.oom_at_start >= 0) {
-    long long now = sup::read_oom_kill_count();
-    oom = now > m_.oom_at_start;
-  }
-  const char* reason = "exited";
-  if (!root_reaped_) {
-    reason = "unknown";  // cannot happen: ECHILD means the root was reaped
-  } else if (cause_ == Cause::timeout) {
-    reason = "timedOut";
-  } else if (cause_ == Cause::requested) {
-    reason = "stopped";
-  } else if (sig != 0) {
-    reason = oom ? "oomKilled" : "killed";
-  }
+  const Outcome o = outcome();
   // Empty now: the record ends with its cgroup gone.
   if (!m_.cg.empty())
     if (int e = m_.cg.remove()) diag("cannot remove cgroup %s: %s", m_.cg.path().c_str(), ::strerror(e));
   sup::ExitInfo e;
-  e.exit_code = exit_code;
-  if (sig != 0) e.signal = sup::signal_name(sig);
-  e.end_reason = reason;
+  e.exit_code = o.exit_code;
+  if (o.sig != 0) e.signal = sup::signal_name(o.sig);
+  e.end_reason = o.reason;
   e.timed_out = cause_ == Cause::timeout;
   e.finished_at = sup::iso_now();
-  e.oom = oom;
+  e.oom = o.oom;
   e.output_lost = m_.relay->log_lost();
   int rc = 0;
   if (int err = sup::write_file_atomic_at(m_.dirfd, sup::kExitFile, sup::format_exit(e))) {
@@ -290,14 +415,20 @@ int Loop::finish() {
 }
 
 int Loop::run() {
-  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCg, kCount };
-  // Every child reaped, and (with a cgroup) no member left.
-  auto ended = [this] { return reap() && (m_.cg_events < 0 || !sup::Cgroup::populated(m_.cg_events)); };
+  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCg, kRestart, kCount };
+  // Every child reaped, and (with a cgroup) no member left; between runs
+  // there is no run to end.
+  auto ended = [this] {
+    return state_ != sup::CommandState::restarting && reap() &&
+           (m_.cg_events < 0 || !sup::Cgroup::populated(m_.cg_events));
+  };
   // A SIGCHLD may have been consumed before the loop; check once up front.
-  if (ended()) return finish();
+  if (ended() && run_over()) return finish();
   for (;;) {
+    if (over_) return finish();
     struct pollfd pfds[kCount];
-    int fds[kCount] = {m_.sigfd, m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd, m_.cg_events};
+    int fds[kCount] = {m_.sigfd,    m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd,
+                       m_.kill_tfd, m_.cg_events, m_.restart_tfd};
     for (int i = 0; i < kCount; ++i) {
       pfds[i].fd = fds[i];  // negative: ignored by poll
       pfds[i].events = i == kCg ? POLLPRI : POLLIN;
@@ -322,14 +453,18 @@ int Loop::run() {
       uint64_t ticks;
       if (::read(m_.kill_tfd, &ticks, sizeof ticks) == sizeof ticks) on(sup::CommandEvent::grace_over);
     }
+    if (ready(kRestart)) {
+      uint64_t ticks;
+      if (::read(m_.restart_tfd, &ticks, sizeof ticks) == sizeof ticks) on(sup::CommandEvent::delay_over);
+    }
     if (ready(kSig)) {
       bool sigchld = false;
       read_signals(&sigchld);
-      if (sigchld && ended()) return finish();
+      if (sigchld && ended() && run_over()) return finish();
     }
     if (ready(kCg)) {  // populated changed; the read re-arms the event
       const bool members = sup::Cgroup::populated(m_.cg_events);
-      if (!members && reap()) return finish();
+      if (!members && state_ != sup::CommandState::restarting && reap() && run_over()) return finish();
     }
   }
 }

@@ -87,7 +87,7 @@ void Relay::grow(Stream& s) {
   if (size < 0) diag("%s: cannot grow the pipe: %s", s.name, ::strerror(errno));
 }
 
-void Relay::append(sup::LogStream stream, const char* buf, size_t len, int64_t time_us) {
+void Relay::append(sup::LogStream stream, const char* buf, size_t len, int64_t time_us, sup::MarkerKind kind) {
   int err = open_log() ? write_all(logfd_, buf, len) : log_state_;
   uint64_t wrote = len;
   if (err != 0) {
@@ -99,7 +99,7 @@ void Relay::append(sup::LogStream stream, const char* buf, size_t len, int64_t t
   note(&log_state_, "log", err);
   if (wrote == 0) return;
   char entry[sup::kIndexEntrySize];
-  sup::encode_index_entry({log_end_, time_us, static_cast<uint32_t>(wrote), stream}, entry);
+  sup::encode_index_entry({log_end_, time_us, static_cast<uint32_t>(wrote), stream, kind}, entry);
   log_end_ += wrote;
   last_byte_ = buf[wrote - 1];
   note(&index_state_, "index", write_all(indexfd_, entry, sizeof entry));
@@ -112,6 +112,15 @@ void Relay::mark(int64_t time_us) {
                      "%s[sbxfs: log_max (%llu bytes) reached: later output is counted in droppedBytes, not kept]\n",
                      last_byte_ == '\n' ? "" : "\n", static_cast<unsigned long long>(log_max_));
   if (len > 0) append(sup::LogStream::marker, line, static_cast<size_t>(len), time_us);
+}
+
+void Relay::restart_marker(const std::string& text) {
+  // Between two runs: on a line of its own, like the log_max marker.
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const std::string line = (last_byte_ == '\n' ? "" : "\n") + text + "\n";
+  append(sup::LogStream::marker, line.data(), line.size(),
+         static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000, sup::MarkerKind::restart);
 }
 
 void Relay::count_dropped(size_t n, int64_t time_us) {

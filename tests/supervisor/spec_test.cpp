@@ -305,3 +305,66 @@ TEST(SpecJson, ShellFormStoresShellAndArgv) {
 }
 
 }  // namespace
+
+// ---- supervision options (restart, restartDelaySec, maxRestarts, queue) ----
+
+namespace {
+
+TEST(ParseJson, SupervisionOptions) {
+  auto r = parse_json_text(R"({"cmd": "x", "restart": "on-failure", "restartDelaySec": 0.5, "maxRestarts": 3,
+                               "queue": true})");
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  EXPECT_EQ(r.value().restart, sup::RestartPolicy::on_failure);
+  EXPECT_DOUBLE_EQ(r.value().restart_delay_sec, 0.5);
+  ASSERT_TRUE(r.value().max_restarts.has_value());
+  EXPECT_EQ(*r.value().max_restarts, 3u);
+  EXPECT_TRUE(r.value().queue);
+  auto always = parse_json_text(R"({"cmd": "x", "restart": "always", "maxRestarts": 0})");
+  ASSERT_TRUE(always.ok());
+  EXPECT_EQ(always.value().restart, sup::RestartPolicy::always);
+  EXPECT_EQ(always.value().max_restarts, std::optional<std::uint64_t>(0));
+  // The defaults: no restarts, a first delay of 1 s, no limit, no queue.
+  auto plain = parse_json_text(R"({"cmd": "x"})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain.value().restart, sup::RestartPolicy::no);
+  EXPECT_DOUBLE_EQ(plain.value().restart_delay_sec, 1);
+  EXPECT_FALSE(plain.value().max_restarts.has_value());
+  EXPECT_FALSE(plain.value().queue);
+  EXPECT_EQ(parse_json_text(R"({"cmd": "x", "restart": "no"})").value().restart, sup::RestartPolicy::no);
+}
+
+TEST(ParseJson, BadSupervisionOptionsNameTheKey) {
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "restart": "sometimes"})"), {"'restart'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "restart": true})"), {"'restart'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "restart": "On-Failure"})"), {"'restart'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "restartDelaySec": 0})"), {"'restartDelaySec'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "restartDelaySec": -1})"), {"'restartDelaySec'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "restartDelaySec": "1"})"), {"'restartDelaySec'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "restartDelaySec": 1e9})"), {"'restartDelaySec'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "maxRestarts": -1})"), {"'maxRestarts'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "maxRestarts": 1.5})"), {"'maxRestarts'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "maxRestarts": "2"})"), {"'maxRestarts'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "queue": "yes"})"), {"'queue'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "queue": 1})"), {"'queue'"}));
+  // The list of known keys names them.
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "restarts": 1})"), {"maxRestarts queue"}));
+}
+
+TEST(SpecJson, SupervisionOptionsRoundTrip) {
+  auto r = parse_json_text(R"({"cmd": "x", "restart": "always", "restartDelaySec": 2.5, "maxRestarts": 7,
+                               "queue": true})");
+  ASSERT_TRUE(r.ok());
+  auto back = sup::spec_from_json(sup::spec_to_json(r.value()));
+  ASSERT_TRUE(back.ok()) << describe(back.error());
+  EXPECT_EQ(back.value().restart, sup::RestartPolicy::always);
+  EXPECT_DOUBLE_EQ(back.value().restart_delay_sec, 2.5);
+  EXPECT_EQ(back.value().max_restarts, std::optional<std::uint64_t>(7));
+  EXPECT_TRUE(back.value().queue);
+  auto plain = sup::spec_from_json(sup::spec_to_json(parse_json_text(R"({"cmd": "x"})").value()));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain.value().restart, sup::RestartPolicy::no);
+  EXPECT_FALSE(plain.value().max_restarts.has_value());
+  EXPECT_FALSE(plain.value().queue);
+}
+
+}  // namespace

@@ -1,0 +1,158 @@
+// `queue: true`: a request past max_running is accepted as `queued` (its
+// bgId at once, its record on disk), and queued commands start in order as
+// running ones end, also after a daemon restart; a queued command that is
+// stopped never runs. Without it, EAGAIN as before. With cgroup tracking
+// (where cgroup v2 is writable) and with -o cgroup=off.
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+class QueueTest : public SbxfsTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  QueueTest() {
+    daemon_options_ = {"-o", std::string("max_running=2") + (std::string(GetParam()) == "off" ? ",cgroup=off" : "")};
+  }
+  void SetUp() override {
+    SbxfsTest::SetUp();
+    if (HasFatalFailure()) return;
+    if (std::string(GetParam()).empty() && root_status()["supervisor"]["tracking"] != "cgroup")
+      GTEST_SKIP() << "no writable cgroup v2 here: the -o cgroup=off run covers it";
+  }
+  /// Runs until the file `name` (in the test's dir) exists.
+  std::string blocker(const std::string& name) {
+    return start("while [ ! -e '" + dir_ + "/" + name + "' ]; do sleep 0.02; done");
+  }
+  void release(const std::string& name) { ASSERT_EQ(write_file(dir_ + "/" + name, "", O_WRONLY | O_CREAT), 0); }
+  /// A queued request that appends `n` to the order file.
+  std::string queued(int n) {
+    return start(json({{"cmd", "echo " + std::to_string(n) + " >> \"$ORDER\""},
+                       {"env", {{"ORDER", order_file()}}},
+                       {"queue", true}})
+                     .dump());
+  }
+  std::string order_file() const { return dir_ + "/order"; }
+  json stop(const std::string& id) {
+    auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return status_json(id);
+  }
+};
+
+TEST_P(QueueTest, FiveQueuedBehindMaxRunningTwoRunInOrder) {
+  const std::string a = blocker("go-a"), b = blocker("go-b");
+  ASSERT_FALSE(a.empty() || b.empty());
+  // Without queue: EAGAIN, as before.
+  auto refused = bash("echo 'true' > \"$MNT/cmd\"");
+  EXPECT_NE(refused.err.find("Resource temporarily unavailable"), std::string::npos) << refused.err;
+  std::vector<std::string> q;
+  for (int n = 1; n <= 5; ++n) q.push_back(queued(n));
+  for (const std::string& id : q) {
+    ASSERT_FALSE(id.empty());
+    const json s = status_json(id);
+    EXPECT_EQ(s["state"], "queued") << s.dump();
+    EXPECT_EQ(s["running"], false);
+    EXPECT_TRUE(s["pid"].is_null());
+    EXPECT_TRUE(s["startedAt"].is_null());
+    EXPECT_FALSE(s.contains("exitCode")) << "not ended";
+  }
+  // The root list shows them, not running.
+  const json root = root_status();
+  ASSERT_EQ(root["procs"].size(), 7u) << root.dump();
+  int listed_queued = 0;
+  for (const json& e : root["procs"])
+    if (e["state"] == "queued") {
+      ++listed_queued;
+      EXPECT_EQ(e["running"], false);
+    }
+  EXPECT_EQ(listed_queued, 5);
+  // One place comes free (b keeps the other): they run one at a time, in order.
+  release("go-a");
+  const json w = wait_json(q.back(), 20);
+  ASSERT_FALSE(w.is_discarded());
+  EXPECT_EQ(w["stillRunning"], false);
+  EXPECT_EQ(w["proc"]["exitCode"], 0);
+  EXPECT_EQ(read_file(order_file()).data, "1\n2\n3\n4\n5\n");
+  for (const std::string& id : q) EXPECT_EQ(status_json(id)["endReason"], "exited");
+  EXPECT_EQ(status_json(b)["state"], "running");
+  release("go-b");
+  wait_ended(b);
+}
+
+TEST_P(QueueTest, AStoppedQueuedCommandNeverRuns) {
+  const std::string a = blocker("go-a"), b = blocker("go-b");
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string q1 = queued(1), q2 = queued(2);
+  ASSERT_FALSE(q1.empty() || q2.empty());
+  const json s = stop(q1);
+  EXPECT_EQ(s["state"], "exited");
+  EXPECT_EQ(s["running"], false);
+  EXPECT_EQ(s["endReason"], "stopped");
+  EXPECT_EQ(s["exitCode"], -1);
+  EXPECT_TRUE(s["pid"].is_null());
+  EXPECT_TRUE(s["startedAt"].is_null());
+  EXPECT_TRUE(is_iso_time(s["finishedAt"]));
+  // Its wait answers at once.
+  const json w = wait_json(q1, 5);
+  EXPECT_EQ(w["stillRunning"], false);
+  EXPECT_EQ(w["proc"]["endReason"], "stopped");
+  // The next one in the queue takes the place; the stopped one never ran.
+  release("go-a");
+  EXPECT_EQ(wait_json(q2, 20)["proc"]["exitCode"], 0);
+  EXPECT_EQ(read_file(order_file()).data, "2\n");
+  EXPECT_EQ(status_json(q1)["endReason"], "stopped");
+  release("go-b");
+  wait_ended(b);
+}
+
+TEST_P(QueueTest, ARestartedDaemonStartsWhatIsQueued) {
+  const std::string a = blocker("go-a"), b = blocker("go-b");
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string q1 = queued(1), q2 = queued(2), q3 = queued(3);
+  ASSERT_FALSE(q1.empty() || q2.empty() || q3.empty());
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  // Both places come free while no daemon runs: nothing starts the queue yet.
+  release("go-a");
+  release("go-b");
+  ASSERT_TRUE(start_daemon());
+  // The new daemon found them on disk, queued, and starts them in order.
+  const json w = wait_json(q3, 20);
+  ASSERT_FALSE(w.is_discarded());
+  EXPECT_EQ(w["proc"]["exitCode"], 0);
+  for (const std::string& id : {q1, q2, q3}) EXPECT_EQ(status_json(id)["state"], "exited");
+  std::string order = read_file(order_file()).data;
+  // Two places: 1 and 2 start together, 3 after one of them.
+  EXPECT_EQ(order.size(), 6u) << order;
+  EXPECT_EQ(order.substr(4), "3\n") << order;
+  EXPECT_EQ(status_json(a)["running"], false);
+}
+
+TEST_P(QueueTest, AQueuedCommandSurvivesADaemonRestartAndCanBeStopped) {
+  const std::string a = blocker("go-a"), b = blocker("go-b");
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string q1 = queued(1);
+  ASSERT_FALSE(q1.empty());
+  ASSERT_TRUE(restart_daemon());
+  json s = status_json(q1);
+  EXPECT_EQ(s["state"], "queued") << s.dump();
+  EXPECT_EQ(s["running"], false);
+  EXPECT_EQ(stop(q1)["endReason"], "stopped");
+  release("go-a");
+  release("go-b");
+  wait_ended(a);
+  wait_ended(b);
+  EXPECT_EQ(read_file(order_file()).err, ENOENT) << "the stopped one never ran";
+}
+
+INSTANTIATE_TEST_SUITE_P(Tracking, QueueTest, ::testing::Values("", "off"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           return std::string(i.param).empty() ? std::string("cgroup") : std::string("proctree");
+                         });
+
+}  // namespace
+}  // namespace sbxit
