@@ -37,6 +37,7 @@ std::vector<std::string> monitor_args(const MonitorLaunch& l) {
     if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
   }
   if (!l.cgroup.empty()) args.insert(args.end(), {kJobCgroup, l.cgroup});
+  if (l.notify_fd > 0) args.insert(args.end(), {"--notify-fd", std::to_string(l.notify_fd)});
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   return args;

@@ -31,6 +31,7 @@ struct MonitorLaunch {
   std::uint64_t log_max = 0;               ///< output bytes kept; 0: no limit
   std::optional<Credentials> run_as;       ///< the command's uid/gid/groups
   std::string cgroup;                      ///< the command's (empty) cgroup; empty: none
+  int notify_fd = 0;                       ///< readyFd: the command's notification descriptor; 0: none
 };
 
 /// One launch under way, driven by its owner without blocking: wait until

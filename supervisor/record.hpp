@@ -13,6 +13,7 @@
 #include "supervisor/exit_record.hpp"
 #include "supervisor/monitor_record.hpp"
 #include "supervisor/ready_condition.hpp"
+#include "supervisor/ready_match.hpp"
 #include "supervisor/spec.hpp"
 #include "supervisor/unique_fd.hpp"
 
@@ -36,6 +37,7 @@ struct Record {
   std::optional<ReadyCondition> ready_cond;
   bool ready = false;
   std::string ready_at;
+  std::optional<ReadyMatch> ready_match;  // what made it ready
   bool scanning = false;  // its monitor left no exit.json: /proc is being searched for what is left
 };
 

@@ -170,11 +170,12 @@ Result<StartSpec> parse_json_request(const json& j, const std::string& default_c
       auto l = limits_from_json(v);
       if (!l) return l.error();
       s.limits = l.value();
-    } else if (key == "readyPort" || key == "readyLog" || key == "readyHttp") {
-      // checked together below
+    } else if (is_ready_key(key)) {
+      // Readiness (readyPort readyLog readyLogStream readyHttp readyHttpStatus
+      // readyIntervalMs readyFd): checked together below.
     } else {
       return invalid("unknown key '" + key +
-                     "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog readyHttp limits)");
+                     "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog readyLogStream readyHttp readyHttpStatus readyIntervalMs readyFd limits)");
     }
   }
   auto ready = ready_condition_from_json(j);

@@ -39,7 +39,7 @@ struct StartSpec {
   std::optional<double> timeout_sec;
   double stop_grace_sec = 5;
   std::optional<Credentials> run_as;
-  std::optional<ReadyCondition> ready;  ///< readyPort / readyLog / readyHttp
+  std::optional<ReadyCondition> ready;  ///< readyPort readyLog readyLogStream readyHttp readyHttpStatus readyIntervalMs readyFd
   std::optional<Limits> limits;         ///< needs cgroup tracking and the controllers
   /// Set by the supervisor for shell text too long for one exec argument
   /// (Linux: 128 KiB): the text is run from this file instead.
@@ -62,7 +62,7 @@ Status validate_name(const std::string& name);
 Status validate_stored_name(const std::string& name);
 
 /// Parses the JSON request keys that sbxfs.5 lists for `cmd` (argv, cmd, cwd, env, secretEnv,
-/// note, name, timeoutSec, stopGraceSec, readyPort, readyLog, readyHttp).
+/// note, name, timeoutSec, stopGraceSec, the ready keys).
 /// Unknown keys and wrong types are invalid_argument.
 /// `default_cwd` fills a missing cwd.
 Result<StartSpec> parse_json_request(const nlohmann::json& j, const std::string& default_cwd);

@@ -148,6 +148,7 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   l.grace_sec = spec.stop_grace_sec;
   l.log_max = I.opts.log_max;
   l.run_as = spec.run_as;
+  if (spec.ready && spec.ready->kind == ReadyCondition::Kind::notify) l.notify_fd = spec.ready->fd;
   if (I.cgroups) {
     // Made (with its limits) before the monitor exists: the command joins it
     // between fork and exec, so none of its processes ever runs outside.

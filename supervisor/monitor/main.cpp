@@ -1,7 +1,7 @@
 // sbxfs-monitor: the per-command monitor (conmon / s6-supervise pattern).
 //
 //   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES]
-//                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] -- ARGV0 ARGS...
+//                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] [--notify-fd N] -- ARGV0 ARGS...
 //
 // --uid/--gid/--groups: the command (not the monitor) runs with these
 // credentials: with allow_other, as the user who wrote the request.
@@ -16,6 +16,9 @@
 // joins it between fork and exec, so none of its processes runs outside;
 // the record ends when it is empty too, and the monitor removes it then
 // (supervisor/cgroup.hpp). monitor.json names it.
+// --notify-fd: the command's descriptor N (>= 3) is the write end of a pipe;
+// its first newline there makes the monitor write `notified` (the time) in
+// RECORD_DIR: the command says it is ready (the s6 notification-fd convention).
 // The command gets the monitor's environment and working directory; ARGV0
 // is looked up in PATH unless it contains a '/' (as execvp does, but a file
 // that is not a program is refused with ENOEXEC, never run by /bin/sh).
@@ -78,7 +81,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES] "
-    "[--uid N --gid N [--groups G,...]] [--cgroup DIR] -- ARGV0 ARGS...";
+    "[--uid N --gid N [--groups G,...]] [--cgroup DIR] [--notify-fd N] -- ARGV0 ARGS...";
 
 int g_dirfd = -1;
 bool g_ctl_created = false;
@@ -161,6 +164,7 @@ struct Args {
   gid_t gid = 0;
   std::vector<gid_t> groups;
   std::string cgroup;  // empty: none
+  int notify_fd = -1;  // --notify-fd; -1: none
   char** argv = nullptr;
 };
 
@@ -204,6 +208,10 @@ bool parse_args(int argc, char** argv, Args* a) {
     } else if (opt == sup::kJobCgroup) {
       if (value.empty() || value[0] != '/') return false;
       a->cgroup = value;
+    } else if (opt == "--notify-fd") {
+      uint64_t v = 0;
+      if (!parse_u64(value.c_str(), &v) || v < 3 || v > 1023) return false;
+      a->notify_fd = static_cast<int>(v);
     } else if (opt == "--groups") {
       size_t pos = 0;
       while (pos < value.size()) {
@@ -235,7 +243,7 @@ struct itimerspec ms_to_its(uint64_t ms) {
 // In the forked child: only async-signal-safe calls until the exec.
 // go_fd >= 0: one byte from it first (EOF: the start was cancelled).
 [[noreturn]] void exec_child(const Args& args, int go_fd, int devnull, int out_w, int err_w, int status_w,
-                             int cgroup_procs) {
+                             int cgroup_procs, int notify_w) {
   char** argv = args.argv;
   // Into the command's cgroup before anything else runs here.
   int join_err = 0;
@@ -268,6 +276,12 @@ struct itimerspec ms_to_its(uint64_t ms) {
              (::setgroups(args.groups.size(), args.groups.data()) != 0 || ::setgid(args.gid) != 0 ||
               ::setuid(args.uid) != 0)) {
     err = errno;  // groups first, uid last: after setuid we could not change them
+  } else if (notify_w >= 0 && (status_w == args.notify_fd &&
+                               (status_w = ::fcntl(status_w, F_DUPFD_CLOEXEC, args.notify_fd + 1)) < 0)) {
+    err = errno;  // the exec's report must not be where the command's descriptor goes
+  } else if (notify_w >= 0 && (notify_w == args.notify_fd ? ::fcntl(notify_w, F_SETFD, 0)
+                                                          : ::dup2(notify_w, args.notify_fd)) < 0) {
+    err = errno;
   } else {
     err = exec_command(argv, environ);
   }
@@ -370,7 +384,12 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   }
 
   // 4. Pipes and the command.
-  int outp[2], errp[2], statp[2];
+  int outp[2], errp[2], statp[2], notifyp[2] = {-1, -1};
+  if (args.notify_fd >= 0) {
+    if (::pipe2(notifyp, O_CLOEXEC) != 0) fail(errno, errmsg("pipe", errno));
+    ::fcntl(notifyp[0], F_SETFL, ::fcntl(notifyp[0], F_GETFL) | O_NONBLOCK);
+    m.notify = notifyp[0];
+  }
   if (::pipe2(outp, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0 ||
       ::pipe2(statp, O_CLOEXEC) != 0)
     fail(errno, errmsg("pipe", errno));
@@ -385,7 +404,8 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   const int go_fd = detach ? -1 : 0;
   pid_t root = ::fork();
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
-  if (root == 0) exec_child(args, go_fd, devnull, outp[1], errp[1], statp[1], cgroup_procs);
+  if (root == 0) exec_child(args, go_fd, devnull, outp[1], errp[1], statp[1], cgroup_procs, notifyp[1]);
+  if (notifyp[1] >= 0) ::close(notifyp[1]);
   if (cgroup_procs >= 0) ::close(cgroup_procs);
   ::close(outp[1]);
   ::close(errp[1]);

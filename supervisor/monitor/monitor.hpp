@@ -106,6 +106,7 @@ struct Monitor {
   // is cgroup.kill.
   sup::Cgroup cg;
   int cg_events = -1;  // its cgroup.events (poll POLLPRI)
+  int notify = -1;     // --notify-fd: the read end of the command's notification pipe
 };
 
 // Runs until the whole tree has ended, writes exit.json, removes ctl.

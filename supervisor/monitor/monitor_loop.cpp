@@ -6,13 +6,15 @@
 // waitpid(-1) reports ECHILD: the monitor is a subreaper, so that means the
 // command and every process it started are gone; with a cgroup, also when
 // its cgroup.events says `populated 0` (POLLPRI on it), so that a member
-// the monitor never parented counts too.
+// the monitor never parented counts too. With --notify-fd, the command's
+// notification pipe: its first newline is written down as `notified`.
 #include "monitor.hpp"
 
 #include "supervisor/clock.hpp"
 #include "supervisor/command_state.hpp"
 #include "supervisor/exit_record.hpp"
 #include "supervisor/monitor_ctl.hpp"
+#include "supervisor/notify_record.hpp"
 #include "supervisor/proc_tree.hpp"
 #include "supervisor/signal_names.hpp"
 
@@ -24,6 +26,7 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <optional>
@@ -46,6 +49,7 @@ class Loop {
  private:
   // Requests.
   void read_ctl();
+  void read_notify();
   void handle_ctl_line(std::string line);
   // Feeds one event through the command's transition table and acts on it.
   void on(sup::CommandEvent e);
@@ -64,6 +68,7 @@ class Loop {
   enum class Cause { none, requested, timeout };
 
   Monitor& m_;
+  bool notified_ = false;  // `notified` is written
   sup::CommandState state_ = sup::CommandState::running;
   Cause cause_ = Cause::none;
   bool root_reaped_ = false;
@@ -73,6 +78,26 @@ class Loop {
   std::string ctl_buf_;
   bool ctl_skip_ = false;  // dropping an overlong line up to its newline
 };
+
+void Loop::read_notify() {
+  char buf[512];
+  const ssize_t n = ::read(m_.notify, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {  // every writer closed it
+    ::close(m_.notify);
+    m_.notify = -1;
+    return;
+  }
+  // Later bytes are read and dropped: a command that says it twice is not
+  // killed by SIGPIPE.
+  if (notified_ || ::memchr(buf, '\n', static_cast<size_t>(n)) == nullptr) return;
+  notified_ = true;
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  const int64_t us = static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+  if (int err = sup::write_file_atomic_at(m_.dirfd, sup::kNotifiedFile, sup::format_notified(us)))
+    diag("cannot write %s: %s", sup::kNotifiedFile, ::strerror(err));
+}
 
 void Loop::read_ctl() {
   char buf[1024];
@@ -273,14 +298,15 @@ int Loop::finish() {
 }
 
 int Loop::run() {
-  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCg, kCount };
+  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCg, kNotify, kCount };
   // Every child reaped, and (with a cgroup) no member left.
   auto ended = [this] { return reap() && (m_.cg_events < 0 || !sup::Cgroup::populated(m_.cg_events)); };
   // A SIGCHLD may have been consumed before the loop; check once up front.
   if (ended()) return finish();
   for (;;) {
     struct pollfd pfds[kCount];
-    int fds[kCount] = {m_.sigfd, m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd, m_.cg_events};
+    int fds[kCount] = {m_.sigfd, m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd, m_.kill_tfd, m_.cg_events,
+                         m_.notify};
     for (int i = 0; i < kCount; ++i) {
       pfds[i].fd = fds[i];  // negative: ignored by poll
       pfds[i].events = i == kCg ? POLLPRI : POLLIN;
@@ -297,6 +323,7 @@ int Loop::run() {
     if (ready(kOut)) m_.relay->pump(m_.out);
     if (ready(kErr)) m_.relay->pump(m_.err);
     if (ready(kCtl)) read_ctl();
+    if (ready(kNotify)) read_notify();
     if (ready(kTimeout)) {
       uint64_t ticks;
       if (::read(m_.timeout_tfd, &ticks, sizeof ticks) == sizeof ticks) on(sup::CommandEvent::timed_out);
