@@ -64,7 +64,12 @@ inline constexpr ParamKey kTailBytes{"tailBytes", ParamType::number, 1, kMaxTail
 
 inline constexpr ParamKey root_status[] = {{"all", ParamType::flag}, kTailBytes, {"fields", ParamType::list}};
 inline constexpr ParamKey wait[] = {kTimeoutSec, kTailBytes};
-inline constexpr ParamKey ready[] = {kTimeoutSec, kTailBytes, {"readyPort", ParamType::number, 1, 65535}};
+inline constexpr ParamKey ready[] = {kTimeoutSec,
+                                     kTailBytes,
+                                     {"readyPort", ParamType::number, 1, 65535},
+                                     {"readyLog", ParamType::text},
+                                     {"readyLogStream", ParamType::text},
+                                     {"readyIntervalMs", ParamType::number, 10, 3600 * 1000}};
 inline constexpr ParamKey output[] = {kTimeoutSec, {"maxBytes", ParamType::number, 0, 0, ParamKey::Bound::log_max}};
 inline constexpr ParamKey tail[] = {kTailBytes};
 inline constexpr ParamKey record_status[] = {kTailBytes};

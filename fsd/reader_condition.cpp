@@ -1,7 +1,7 @@
 #include "fsd/reader_condition.hpp"
 
 #include "fsd/parked_requests.hpp"
-#include "supervisor/clock.hpp"
+#include "supervisor/log_index.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace fsd {
@@ -10,7 +10,8 @@ ReaderCondition::ReaderCondition(sup::Supervisor& sup, ParkedRequests& parked, c
                                  sup::ReadyCondition c)
     : sup_(sup), parked_(parked), cond_(std::move(c)) {
   // The callback may use `this`: the destructor cancels it before `this` goes.
-  if (sup::Result<std::uint64_t> t = sup_.probe_for_reader(id, cond_, [this] { on_met(); })) token_ = *t;
+  if (sup::Result<std::uint64_t> t = sup_.probe_for_reader(id, cond_, [this](const sup::ReadyMatch& m) { on_met(m); }))
+    token_ = *t;
 }
 
 ReaderCondition::~ReaderCondition() {
@@ -19,13 +20,18 @@ ReaderCondition::~ReaderCondition() {
 
 std::string ReaderCondition::met_at() const {
   std::lock_guard g(mu_);
-  return met_at_;
+  return match_ ? sup::iso_of_us(match_->time_us) : std::string();
 }
 
-void ReaderCondition::on_met() {
+std::optional<sup::ReadyMatch> ReaderCondition::match() const {
+  std::lock_guard g(mu_);
+  return match_;
+}
+
+void ReaderCondition::on_met(const sup::ReadyMatch& m) {
   {
     std::lock_guard g(mu_);
-    met_at_ = sup::iso_now();
+    match_ = m;
   }
   met_.store(true);
   parked_.condition_met(this);

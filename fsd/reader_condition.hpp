@@ -1,6 +1,8 @@
 #pragma once
-// A readiness condition of one reader alone: `procs/ID/ready,readyPort=N`
-// waits for port N for this open file only. The supervisor probes it
+// A readiness condition of one reader alone: one written and read back on
+// the same open `ready` file, one given in its name (`ready,readyPort=N`),
+// or the record's condition as it was at the reader's first read (a reader
+// keeps it when the record's is replaced). The supervisor probes it
 // (Supervisor::probe_for_reader) without touching the record's own
 // condition (readyWhen) or its ready/readyAt; when it holds, the requests
 // parked on it, and only those, are answered (ParkedRequests::condition_met).
@@ -13,7 +15,10 @@
 #include <mutex>
 #include <string>
 
+#include <optional>
+
 #include "supervisor/ready_condition.hpp"
+#include "supervisor/ready_match.hpp"
 
 namespace sup {
 class Supervisor;
@@ -35,18 +40,21 @@ class ReaderCondition {
   const sup::ReadyCondition& condition() const { return cond_; }
   /// The condition has held (it stays met).
   bool met() const { return met_.load(); }
-  /// When it was found to hold (ISO-8601 UTC, ms); empty until met.
+  /// When it held (ISO-8601 UTC, ms: the output's own time for a log
+  /// match); empty until met.
   std::string met_at() const;
+  /// What matched; nullopt until met.
+  std::optional<sup::ReadyMatch> match() const;
 
  private:
-  void on_met();  // the event thread
+  void on_met(const sup::ReadyMatch& m);  // the event thread
 
   sup::Supervisor& sup_;
   ParkedRequests& parked_;
   const sup::ReadyCondition cond_;
   std::atomic<bool> met_{false};
   mutable std::mutex mu_;
-  std::string met_at_;     // guarded by mu_
+  std::optional<sup::ReadyMatch> match_;  // guarded by mu_
   std::uint64_t token_ = 0;  // 0: no probe
 };
 

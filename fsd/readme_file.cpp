@@ -63,6 +63,15 @@ WATCH IT
                            $SBX_MOUNT and $SBX_BGID, set in every command)
   procs/ID/ready           write `port 3000`, `log REGEX` or `http 3000 /health`;
                            reading blocks until the command is ready (or ended)
+                           and says what matched ("matched", "readyAt").
+                           Written and read back on one open file, the
+                           condition is this reader's alone:
+                             exec 3<>ready; echo 'log ^Listening' >&3; cat <&3
+                           written and closed, it is the command's (readyWhen);
+                           once ready, a command stays ready. JSON keys:
+                           readyLogStream, readyHttpStatus, readyIntervalMs;
+                           readyFd: N in the request: ready when the command
+                           writes a newline to its fd N (`echo >&3`)
 
 PARAMETERS IN THE NAME
   A read's parameters go in the file name: FILE,KEY=VALUE,KEY (no spaces).
@@ -71,11 +80,12 @@ PARAMETERS IN THE NAME
                            wait at most N s for this read alone (1..)" + cap + R"(),
                            then "stillRunning": true; logTail holds the last
                            tailBytes bytes of log (1..16384, default 4096)
-  procs/ID/ready,timeoutSec=N,tailBytes=N,readyPort=N
+  procs/ID/ready,timeoutSec=N,tailBytes=N,readyPort=N,readyLog=RE
                            as for wait (tailBytes adds logTail to proc);
-                           readyPort=N waits for port N for this read alone
-                           (the command's own condition is not needed, used
-                           or replaced)
+                           readyPort=N or readyLog=RE (no comma or slash;
+                           readyLogStream=stdout|stderr, readyIntervalMs=N)
+                           wait for this read alone (the command's own
+                           condition is not needed, used or replaced)
   procs/ID/output,timeoutSec=N,maxBytes=N
                            as for wait; each stream its last N bytes
                            (0: no cap, up to log_max)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/types.h>
 
+#include "supervisor/ready_match.hpp"
 #include "supervisor/error.hpp"
 
 namespace sup {
@@ -43,6 +44,8 @@ struct CommandStatus {
   std::string ready_when;       ///< the condition, "port 3000" etc. (readyWhen); empty: none
   bool ready = false;
   std::string ready_at;
+  std::optional<ReadyCondition> ready_cond;  ///< the record's condition (readyWhen)
+  std::optional<ReadyMatch> ready_match;     ///< what made the record ready
   std::string tracking;         ///< "cgroup" or "proctree" (empty: never started)
   std::string cgroup;           ///< the command's cgroup, when tracking is "cgroup"
   // Supervision options.

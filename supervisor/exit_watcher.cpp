@@ -11,6 +11,7 @@
 
 #include "supervisor/files.hpp"
 #include "supervisor/log_limit.hpp"
+#include "supervisor/notify_record.hpp"
 #include "supervisor/orphan_sweep.hpp"
 #include "supervisor/proc_tree.hpp"
 
@@ -97,12 +98,6 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
   }
   // A command that ended before its probe ran still gets its log checked.
   if (!scanned && !probes.count(id)) start_probe(id);
-  if (auto pr = probes.find(id); pr != probes.end()) {
-    auto probe = pr->second;  // finish() may mark ready, which erases it later
-    probe->finish();
-    probes.erase(id);
-  }
-  reader_probes->finish(id);
   auto text = read_file(dir + "/exit.json");
   if ((!text.ok() || !text.value()) && !scanned) {
     // Its processes are looked for in /proc: on the worker pool, not here.
@@ -138,7 +133,10 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
   {
     std::lock_guard g(mu);
     auto it = records.find(id);
-    if (it == records.end() || has_ended(it->second.state)) return;
+    if (it == records.end() || has_ended(it->second.state)) {
+      loop->post([this, id] { probe_finish(id); });  // not under mu: a match takes it
+      return;
+    }
     Record& r = it->second;
     if (r.pidfd) loop->unwatch(r.pidfd.get());
     r.pidfd.reset();
@@ -168,6 +166,9 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     if (--active_by_uid[r.owner_uid] == 0) active_by_uid.erase(r.owner_uid);
     note_ended(r);
   }
+  // Once the record says it ended (an answer a match of the last bytes
+  // releases shows the end), and before waiters are told.
+  probe_finish(id);
   cpu.forget(id);
   changed.notify_all();
   // The last output may have been written just before the exit.
@@ -197,6 +198,7 @@ void Supervisor::Impl::on_inotify() {
       } else if (auto d = dir_wd_ids.find(ev->wd); d != dir_wd_ids.end() && ev->len > 0) {
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, "exit.json") == 0) exited.insert(d->second);
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, kMonitorFile) == 0) reran.insert(d->second);
+        if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, kNotifiedFile) == 0) grown.insert(d->second);
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "dropped") == 0)
           if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "log") == 0) {
@@ -209,11 +211,7 @@ void Supervisor::Impl::on_inotify() {
     }
   }
   for (auto& id : grown) {
-    if (auto pr = probes.find(id); pr != probes.end()) {
-      auto probe = pr->second;
-      probe->output();
-    }
-    reader_probes->output(id);
+    probe_output(id);
     dispatch(Event{Event::Kind::output, id});
   }
   for (auto& id : reran) on_monitor_record(id);

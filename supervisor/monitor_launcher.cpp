@@ -43,6 +43,7 @@ std::vector<std::string> monitor_args(const MonitorLaunch& l) {
                              ms(std::max(l.restart_delay_sec, 0.001))});
     if (l.max_restarts) args.insert(args.end(), {"--max-restarts", std::to_string(*l.max_restarts)});
   }
+  if (l.notify_fd > 0) args.insert(args.end(), {"--notify-fd", std::to_string(l.notify_fd)});
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   return args;

@@ -35,6 +35,7 @@ struct MonitorLaunch {
   RestartPolicy restart = RestartPolicy::no;  ///< run by the monitor
   double restart_delay_sec = 1;
   std::optional<std::uint64_t> max_restarts;
+  int notify_fd = 0;                       ///< readyFd: the command's notification descriptor; 0: none
 };
 
 /// One launch under way, driven by its owner without blocking: wait until

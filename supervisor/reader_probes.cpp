@@ -6,7 +6,7 @@
 
 namespace sup {
 
-std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::string log_path, OnReady on_ready,
+std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::string dir, OnReady on_ready,
                                 std::function<bool()> still_running) {
   const std::uint64_t token = next_++;
   auto guard = std::make_shared<Guard>();
@@ -15,14 +15,16 @@ std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::st
     std::lock_guard g(mu_);
     guards_.emplace(token, guard);
   }
-  loop_.post([this, token, id, c = std::move(c), log_path = std::move(log_path), guard,
+  loop_.post([this, token, id, c = std::move(c), dir = std::move(dir), guard,
               still_running = std::move(still_running)] {
     {
       std::lock_guard g(guard->mu);
       if (!guard->fn) return;  // cancelled already
     }
     if (!still_running()) return;
-    probes_[token] = Probe{id, ReadinessProbe::start(loop_, c, log_path, [this, token, guard] { fire(token, guard); })};
+    probes_[token] = Probe{id, ReadinessProbe::start(loop_, c, dir, c.kind == ReadyCondition::Kind::log ? logs_.of(id) : nullptr, [this, token, guard](const ReadyMatch& m) {
+                             fire(token, guard, m);
+                           })};
   });
   return token;
 }
@@ -43,13 +45,13 @@ void ReaderProbes::cancel(std::uint64_t token) {
   loop_.post([this, token] { probes_.erase(token); });
 }
 
-void ReaderProbes::fire(std::uint64_t token, const std::shared_ptr<Guard>& guard) {
+void ReaderProbes::fire(std::uint64_t token, const std::shared_ptr<Guard>& guard, const ReadyMatch& m) {
   {
     std::lock_guard g(guard->mu);
     if (guard->fn) {
       OnReady fn = std::move(guard->fn);
       guard->fn = nullptr;
-      fn();
+      fn(m);
     }
   }
   // Not now: this runs inside the probe.

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "supervisor/event_loop.hpp"
+#include "supervisor/log_watch.hpp"
 #include "supervisor/ready_condition.hpp"
 
 namespace sup {
@@ -24,21 +25,22 @@ class ReadinessProbe;
 
 class ReaderProbes {
  public:
-  using OnReady = std::function<void()>;
+  using OnReady = std::function<void(const ReadyMatch&)>;
 
-  explicit ReaderProbes(EventLoop& loop) : loop_(loop) {}
+  /// `logs`: the commands' LogWatches (shared with the records' probes).
+  ReaderProbes(EventLoop& loop, LogWatches& logs) : loop_(loop), logs_(logs) {}
 
-  /// Starts probing `c` for command `id` (its log at `log_path`), soon, on
+  /// Starts probing `c` for command `id` (its folder `dir`), soon, on
   /// the loop thread, unless `still_running` says no by then. `on_ready`
   /// runs at most once, on the loop thread, and never once cancel() of the
   /// token has returned; it must not call cancel(). Returns the token.
-  std::uint64_t add(const std::string& id, ReadyCondition c, std::string log_path, OnReady on_ready,
+  std::uint64_t add(const std::string& id, ReadyCondition c, std::string dir, OnReady on_ready,
                     std::function<bool()> still_running);
   /// Stops the probe of `token`; waits for an on_ready that is running.
   void cancel(std::uint64_t token);
 
-  void output(const std::string& id);  ///< the log of `id` grew (loop thread)
-  void finish(const std::string& id);  ///< `id` ended: a last line is matched, probing stops (loop thread)
+  void output(const std::string& id);  ///< the folder of `id` changed (loop thread)
+  void finish(const std::string& id);  ///< `id` ended: probing stops (loop thread)
   void clear();                        ///< drops every probe (loop thread)
 
  private:
@@ -52,11 +54,12 @@ class ReaderProbes {
     std::string id;
     std::shared_ptr<ReadinessProbe> probe;
   };
-  void fire(std::uint64_t token, const std::shared_ptr<Guard>& guard);  // loop thread
+  void fire(std::uint64_t token, const std::shared_ptr<Guard>& guard, const ReadyMatch& m);  // loop thread
   template <class Fn>
   void each_of(const std::string& id, Fn fn);  // loop thread
 
   EventLoop& loop_;
+  LogWatches& logs_;
   std::atomic<std::uint64_t> next_{1};
   std::mutex mu_;
   std::map<std::uint64_t, std::shared_ptr<Guard>> guards_;  // guarded by mu_

@@ -1,14 +1,18 @@
-// The record's readiness: its probe, the moment it holds, ready.json.
+// The record's readiness: its probe, the moment it holds, ready.json; and
+// the news (output, the end) every probe of a command gets.
 #include "supervisor/supervisor_impl.hpp"
 
 #include "supervisor/files.hpp"
+#include "supervisor/log_index.hpp"
 #include "supervisor/ready_record.hpp"
 
 namespace sup {
 
 void Supervisor::Impl::save_ready(const Record& r) const {
-  // No fsync: readiness is re-probed after a crash if this is lost.
-  (void)write_file_atomic(dir_of(r.id) + "/" + kReadyFile, format_ready(ReadyRecord{r.ready_cond, r.ready, r.ready_at}));
+  // No fsync: readiness is re-probed after a crash if this is lost (a log
+  // match then has the same time: the output's own).
+  (void)write_file_atomic(dir_of(r.id) + "/" + kReadyFile,
+                          format_ready(ReadyRecord{r.ready_cond, r.ready, r.ready_at, r.ready_match}));
 }
 
 void Supervisor::Impl::start_probe(const std::string& id) {
@@ -21,21 +25,43 @@ void Supervisor::Impl::start_probe(const std::string& id) {
   }
   probes.erase(id);
   if (!cond) return;
-  probes[id] = ReadinessProbe::start(*loop, *cond, dir_of(id) + "/log", [this, id] { mark_ready(id); });
+  std::shared_ptr<LogWatch> log = cond->kind == ReadyCondition::Kind::log ? log_watches->of(id) : nullptr;
+  probes[id] = ReadinessProbe::start(*loop, *cond, dir_of(id), std::move(log),
+                                     [this, id](const ReadyMatch& m) { mark_ready(id, m); });
 }
 
-void Supervisor::Impl::mark_ready(const std::string& id) {
+void Supervisor::Impl::mark_ready(const std::string& id, const ReadyMatch& m) {
   {
     std::lock_guard g(mu);
     auto it = records.find(id);
     if (it == records.end() || it->second.ready) return;
     it->second.ready = true;
-    it->second.ready_at = iso_now();
+    it->second.ready_at = iso_of_us(m.time_us);
+    it->second.ready_match = m;
     save_ready(it->second);
   }
   // Dropping the probe here is safe: it is done and touches nothing after on_ready.
   loop->post([this, id] { if (auto it = probes.find(id); it != probes.end() && it->second) probes.erase(it); });
   dispatch(Event{Event::Kind::ready, id});
+}
+
+void Supervisor::Impl::probe_output(const std::string& id) {
+  log_watches->output(id);  // every log condition of the command, in one pass
+  if (auto pr = probes.find(id); pr != probes.end()) {
+    auto probe = pr->second;
+    probe->output();
+  }
+  reader_probes->output(id);
+}
+
+void Supervisor::Impl::probe_finish(const std::string& id) {
+  log_watches->finish(id);  // a last line without a newline matches now
+  if (auto pr = probes.find(id); pr != probes.end()) {
+    auto probe = pr->second;  // finish() may mark ready, which erases it later
+    probe->finish();
+    probes.erase(id);
+  }
+  reader_probes->finish(id);
 }
 
 }  // namespace sup

@@ -3,37 +3,56 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <re2/re2.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "supervisor/files.hpp"
+#include "supervisor/notify_record.hpp"
+
 namespace sup {
 
 namespace {
-constexpr size_t kMaxLine = 16u << 20;  // a longer line is matched in pieces
 constexpr auto kAttemptTimeout = std::chrono::seconds(2);
 constexpr auto kMaxBackoff = std::chrono::milliseconds(1000);
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 }  // namespace
 
-std::shared_ptr<ReadinessProbe> ReadinessProbe::start(EventLoop& loop, const ReadyCondition& c,
-                                                      std::string log_path, OnReady on_ready) {
-  auto p = std::make_shared<ReadinessProbe>(loop, c, std::move(log_path), std::move(on_ready));
-  if (c.kind == ReadyCondition::Kind::log) {
-    RE2::Options o;
-    o.set_log_errors(false);
-    p->re_ = std::make_unique<RE2>(c.regex, o);
-    p->output();  // lines printed before the condition was set count
-  } else {
-    p->attempt();
+std::shared_ptr<ReadinessProbe> ReadinessProbe::start(EventLoop& loop, const ReadyCondition& c, std::string dir,
+                                                      std::shared_ptr<LogWatch> log, OnReady on_ready) {
+  auto p = std::make_shared<ReadinessProbe>(loop, c, std::move(dir), std::move(on_ready));
+  switch (c.kind) {
+    case ReadyCondition::Kind::log: {
+      // Lines printed before the condition was set count: the watch reads the log from its start for it.
+      std::weak_ptr<ReadinessProbe> self = p;
+      p->log_ = std::move(log);
+      p->log_token_ = p->log_->add(c, [self](const ReadyMatch& m) {
+        if (auto q = self.lock()) q->succeed(m);
+      });
+      // Soon rather than now: conditions added meanwhile share one search of the log so far.
+      loop.post([self] {
+        if (auto q = self.lock(); q && q->log_) q->log_->output();
+      });
+      break;
+    }
+    case ReadyCondition::Kind::notify: p->check_notified(); break;
+    case ReadyCondition::Kind::port:
+    case ReadyCondition::Kind::http:
+      if (c.interval_ms > 0) p->backoff_ = std::chrono::milliseconds(c.interval_ms);
+      p->attempt();
+      break;
   }
   return p;
 }
 
-ReadinessProbe::ReadinessProbe(EventLoop& loop, ReadyCondition c, std::string log_path, OnReady on_ready)
-    : loop_(loop), cond_(std::move(c)), log_path_(std::move(log_path)), on_ready_(std::move(on_ready)) {}
+ReadinessProbe::ReadinessProbe(EventLoop& loop, ReadyCondition c, std::string dir, OnReady on_ready)
+    : loop_(loop), cond_(std::move(c)), dir_(std::move(dir)), on_ready_(std::move(on_ready)) {}
 
 ReadinessProbe::~ReadinessProbe() { cancel(); }
 
@@ -42,46 +61,33 @@ void ReadinessProbe::cancel() {
   close_socket();
   if (timer_) loop_.cancel_timer(timer_);
   timer_ = 0;
+  if (log_) log_->remove(log_token_);
+  log_.reset();
 }
 
-void ReadinessProbe::succeed() {
+void ReadinessProbe::succeed(const ReadyMatch& m) {
   if (done_) return;
   cancel();
-  if (on_ready_) on_ready_();
+  if (on_ready_) on_ready_(m);
 }
 
-bool ReadinessProbe::match_line(std::string_view line) {
-  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *re_);
+void ReadinessProbe::check_notified() {
+  if (done_ || cond_.kind != ReadyCondition::Kind::notify) return;
+  auto text = read_file(dir_ + "/" + kNotifiedFile);
+  if (!text.ok() || !text.value()) return;
+  const std::optional<std::int64_t> at = parse_notified(*text.value());
+  if (!at) return;
+  ReadyMatch m;
+  m.kind = ReadyCondition::Kind::notify;
+  m.time_us = *at;
+  succeed(m);
 }
 
-void ReadinessProbe::output() {
-  if (done_ || !re_) return;
-  UniqueFd fd(::open(log_path_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::pread(fd.get(), buf, sizeof buf, static_cast<off_t>(offset_));
-    if (n <= 0) break;
-    offset_ += static_cast<std::uint64_t>(n);
-    size_t scan_from = partial_.size();
-    partial_.append(buf, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t nl; (nl = partial_.find('\n', scan_from)) != std::string::npos; scan_from = start) {
-      if (match_line(std::string_view(partial_).substr(start, nl - start))) return succeed();
-      start = nl + 1;
-    }
-    partial_.erase(0, start);
-    if (partial_.size() > kMaxLine) {
-      if (match_line(partial_)) return succeed();
-      partial_.clear();
-    }
-  }
-}
+void ReadinessProbe::output() { check_notified(); }
 
 void ReadinessProbe::finish() {
   if (done_) return;
-  output();
-  if (!done_ && re_ && !partial_.empty() && match_line(partial_)) return succeed();
+  check_notified();  // written just before the end
   cancel();
 }
 
@@ -103,7 +109,8 @@ void ReadinessProbe::retry_later() {
       p->attempt();
     }
   });
-  backoff_ = std::min(backoff_ * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
+  if (cond_.interval_ms == 0)
+    backoff_ = std::min(backoff_ * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
 }
 
 void ReadinessProbe::attempt() { connect_to(/*v6=*/false); }
@@ -162,7 +169,13 @@ void ReadinessProbe::on_connected() {
     sock_.reset();
     return v6_ ? retry_later() : connect_to(true);
   }
-  if (cond_.kind == ReadyCondition::Kind::port) return succeed();
+  if (cond_.kind == ReadyCondition::Kind::port) {
+    ReadyMatch m;
+    m.kind = ReadyCondition::Kind::port;
+    m.port = cond_.port;
+    m.time_us = now_us();
+    return succeed(m);
+  }
   std::string req = "GET " + cond_.path + " HTTP/1.0\r\nHost: localhost:" + std::to_string(cond_.port) +
                     "\r\nUser-Agent: sbxfs\r\nConnection: close\r\n\r\n";
   if (::send(sock_.get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
@@ -191,7 +204,15 @@ void ReadinessProbe::on_http_readable() {
     loop_.cancel_timer(timer_);
     timer_ = 0;
   }
-  if (code >= 200 && code <= 399) return succeed();
+  if (code >= cond_.status_min && code <= cond_.status_max) {
+    ReadyMatch m;
+    m.kind = ReadyCondition::Kind::http;
+    m.port = cond_.port;
+    m.path = cond_.path;
+    m.status = code;
+    m.time_us = now_us();
+    return succeed(m);
+  }
   retry_later();
 }
 

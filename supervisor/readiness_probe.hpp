@@ -1,9 +1,10 @@
 #pragma once
 // Checks one command's ready condition on the event loop, without burning
-// CPU: a log condition reads only the new bytes on each output event and
-// matches complete lines (RE2: linear time, so hostile patterns and
-// megabyte lines are safe); port and http probes connect without blocking
-// and back off from 50 ms to 1 s between tries.
+// CPU: a log condition is one of the command's LogWatch (which reads each
+// new byte once for all its conditions); port and http probes connect
+// without blocking and back off from 50 ms to 1 s between tries (or try at
+// the condition's fixed interval); a notify condition (readyFd) holds once
+// the monitor has written `notified` in the record's folder.
 //
 // Lives on the loop thread: create, feed and cancel it only from there.
 // Callbacks hold a weak_ptr, so a probe may be dropped at any time.
@@ -14,27 +15,29 @@
 #include <string>
 
 #include "supervisor/event_loop.hpp"
+#include "supervisor/log_watch.hpp"
 #include "supervisor/ready_condition.hpp"
+#include "supervisor/ready_match.hpp"
 #include "supervisor/unique_fd.hpp"
-
-namespace re2 { class RE2; }
 
 namespace sup {
 
 class ReadinessProbe : public std::enable_shared_from_this<ReadinessProbe> {
  public:
-  using OnReady = std::function<void()>;
+  using OnReady = std::function<void(const ReadyMatch&)>;
 
-  /// Starts probing; `on_ready` runs once, on the loop thread.
-  static std::shared_ptr<ReadinessProbe> start(EventLoop& loop, const ReadyCondition& c,
-                                               std::string log_path, OnReady on_ready);
+  /// Starts probing; `on_ready` runs once, on the loop thread, with what
+  /// matched. `dir` is the record's folder; `log` the command's LogWatch
+  /// (used by a log condition only).
+  static std::shared_ptr<ReadinessProbe> start(EventLoop& loop, const ReadyCondition& c, std::string dir,
+                                               std::shared_ptr<LogWatch> log, OnReady on_ready);
   ~ReadinessProbe();
 
-  void output();  ///< the log grew
-  void finish();  ///< the command ended: match a last unterminated line, stop probing
+  void output();  ///< the folder changed (a notify condition looks for `notified`)
+  void finish();  ///< the command ended: stop probing (its LogWatch matches a last line itself)
   void cancel();  ///< stop everything; on_ready will not run
 
-  ReadinessProbe(EventLoop& loop, ReadyCondition c, std::string log_path, OnReady on_ready);
+  ReadinessProbe(EventLoop& loop, ReadyCondition c, std::string dir, OnReady on_ready);
 
  private:
   void attempt();                  // port/http: one try, 127.0.0.1 then ::1
@@ -44,18 +47,17 @@ class ReadinessProbe : public std::enable_shared_from_this<ReadinessProbe> {
   void retry_later();
   void arm_attempt_deadline();     // a try that hangs is abandoned
   void close_socket();
-  void succeed();
-  bool match_line(std::string_view line);
+  void succeed(const ReadyMatch& m);
+  void check_notified();
 
   EventLoop& loop_;
   ReadyCondition cond_;
-  std::string log_path_;
+  std::string dir_;
   OnReady on_ready_;
   bool done_ = false;
 
-  std::unique_ptr<re2::RE2> re_;
-  std::uint64_t offset_ = 0;
-  std::string partial_;
+  std::shared_ptr<LogWatch> log_;
+  std::uint64_t log_token_ = 0;
 
   UniqueFd sock_;
   bool watching_ = false;

@@ -1,7 +1,9 @@
 #pragma once
-// When is a command ready: a TCP port accepting, a log line matching, or an
-// HTTP GET answering 2xx/3xx. Parsed from the `ready` file's words or the
-// JSON keys readyPort / readyLog / readyHttp.
+// When is a command ready: a TCP port accepting, a log line matching, an
+// HTTP GET answering a status in a range, or the command's own word (a
+// newline on its notification descriptor, readyFd). Parsed from the `ready`
+// file's words or the JSON keys readyPort / readyLog / readyLogStream /
+// readyHttp / readyHttpStatus / readyIntervalMs / readyFd.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,24 +15,42 @@
 namespace sup {
 
 struct ReadyCondition {
-  enum class Kind { port, log, http };
+  enum class Kind { port, log, http, notify };
+  /// Which output a log condition reads.
+  enum class Stream { both, out, err };
   Kind kind = Kind::port;
   int port = 0;         ///< port, http
   std::string regex;    ///< log: RE2 syntax, searched in each line
+  Stream stream = Stream::both;  ///< log: readyLogStream
   std::string path;     ///< http: starts with '/'
+  int status_min = 200, status_max = 399;  ///< http: readyHttpStatus, inclusive
+  int interval_ms = 0;  ///< port, http: readyIntervalMs; 0: 50 ms doubling up to 1 s
+  int fd = 0;           ///< notify: readyFd, the command's descriptor (>= 3)
 
-  nlohmann::json to_json() const;  ///< {"readyPort": ..} / {"readyLog": ..} / {"readyHttp": .., "readyPort": ..}
-  std::string describe() const;    ///< "port 3000", "log ^ready", "http 3000 /health"
+  nlohmann::json to_json() const;  ///< the JSON keys; defaults left out
+  std::string describe() const;    ///< "port 3000", "log ^ready", "http 3000 /health 200-299", "fd 3"
+  bool operator==(const ReadyCondition&) const = default;
 };
 
 inline constexpr std::size_t kMaxConditionBytes = 4095;  ///< newline included
+inline constexpr int kMinIntervalMs = 10;
+inline constexpr int kMaxReadyFd = 1023;
 
-/// `port 3000`, `log REGEX`, `http 3000 /health`, or a JSON object with
-/// readyPort / readyLog / readyHttp. A bad port, a regex RE2 rejects, an
-/// unknown word, a NUL byte or bytes that are not UTF-8 are invalid_argument
-/// with the reason; more than kMaxConditionBytes (before trimming) is too_big.
+/// What may be given where: readyFd only in a start request (the command
+/// gets the descriptor when it starts), never on the `ready` file.
+enum class ReadyKeys { request, ready_file };
+
+/// `port 3000`, `log REGEX`, `http 3000 /health [200|200-299]`, or a JSON
+/// object with the keys. A bad port, a regex RE2 rejects, an unknown word,
+/// a NUL byte or bytes that are not UTF-8 are invalid_argument with the
+/// reason; more than kMaxConditionBytes (before trimming) is too_big.
 Result<ReadyCondition> parse_ready_condition(std::string_view text);
-/// From the JSON keys; nullopt when none is present.
-Result<std::optional<ReadyCondition>> ready_condition_from_json(const nlohmann::json& j);
+/// From the JSON keys of `j` (other keys are ignored); nullopt when none is present.
+Result<std::optional<ReadyCondition>> ready_condition_from_json(const nlohmann::json& j,
+                                                                ReadyKeys keys = ReadyKeys::request);
+/// Whether `key` is one of the condition's JSON keys.
+bool is_ready_key(std::string_view key);
+/// readyHttpStatus's text form: "200" or "200-299".
+Result<std::pair<int, int>> parse_status_range(std::string_view s);
 
 }  // namespace sup

@@ -10,6 +10,7 @@ std::string format_ready(const ReadyRecord& r) {
   json j = {{"condition", r.condition ? r.condition->to_json() : json(nullptr)},
             {"ready", r.ready},
             {"readyAt", r.ready_at.empty() ? json(nullptr) : json(r.ready_at)}};
+  if (r.matched) j["matched"] = r.matched->to_json();
   return j.dump() + "\n";
 }
 
@@ -19,6 +20,7 @@ std::optional<ReadyRecord> parse_ready(const std::string& text) {
   ReadyRecord r;
   if (j.contains("condition") && j["condition"].is_object())
     if (auto c = ready_condition_from_json(j["condition"]); c && c.value()) r.condition = *c.value();
+  if (j.contains("matched")) r.matched = ReadyMatch::from_json(j["matched"]);
   const json& ready = j.contains("ready") ? j["ready"] : json(false);
   r.ready = ready.is_boolean() && ready.get<bool>();
   if (j.contains("readyAt") && j["readyAt"].is_string()) r.ready_at = j["readyAt"].get<std::string>();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "supervisor/ready_condition.hpp"
+#include "supervisor/ready_match.hpp"
 
 namespace sup {
 
@@ -14,6 +15,7 @@ struct ReadyRecord {
   std::optional<ReadyCondition> condition;  ///< none: the request's own stays
   bool ready = false;
   std::string ready_at;                      ///< empty: not ready yet
+  std::optional<ReadyMatch> matched;         ///< what made it ready
 };
 
 /// The file's text, one line.

@@ -14,6 +14,7 @@
 #include "supervisor/exit_record.hpp"
 #include "supervisor/monitor_record.hpp"
 #include "supervisor/ready_condition.hpp"
+#include "supervisor/ready_match.hpp"
 #include "supervisor/spec.hpp"
 #include "supervisor/stdin_pipe.hpp"
 #include "supervisor/unique_fd.hpp"
@@ -38,6 +39,7 @@ struct Record {
   std::optional<ReadyCondition> ready_cond;
   bool ready = false;
   std::string ready_at;
+  std::optional<ReadyMatch> ready_match;  // what made it ready
   bool scanning = false;  // its monitor left no exit.json: /proc is being searched for what is left
   // stdin: "pipe": the daemon's write end, opened at the first write, let go
   // at the end or the close of the input (drop_stdin); the close is for good.

@@ -88,6 +88,8 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
     s.ready_when = r.ready_cond->describe();
     s.ready = r.ready;
     s.ready_at = r.ready_at;
+    s.ready_cond = r.ready_cond;
+    s.ready_match = r.ready_match;
   }
   return s;
 }

@@ -206,15 +206,17 @@ Result<StartSpec> parse_json_request(const json& j, const std::string& default_c
                        (v.is_string() ? "\"" + std::string(utf8_head(v.get_ref<const std::string&>(), 40)) + "\""
                                      : type_name(v)));
       s.stdin_pipe = v == "pipe";
-    } else if (key == "readyPort" || key == "readyLog" || key == "readyHttp") {
-      // checked together below
+    } else if (is_ready_key(key)) {
+      // Readiness (readyPort readyLog readyLogStream readyHttp readyHttpStatus
+      // readyIntervalMs readyFd): checked together below.
     } else {
       bool known = false;
       if (Status st = parse_supervision_key(key, v, s, &known); !st) return st.error();
       if (!known)
         return invalid("unknown key '" + key +
                        "' (known: argv cmd cwd env secretEnv note name timeoutSec stopGraceSec readyPort readyLog "
-                       "readyHttp limits stdin restart restartDelaySec maxRestarts queue)");
+                       "readyLogStream readyHttp readyHttpStatus readyIntervalMs readyFd limits stdin restart "
+                       "restartDelaySec maxRestarts queue)");
     }
   }
   auto ready = ready_condition_from_json(j);

@@ -40,7 +40,7 @@ struct StartSpec {
   std::optional<double> timeout_sec;
   double stop_grace_sec = 5;
   std::optional<Credentials> run_as;
-  std::optional<ReadyCondition> ready;  ///< readyPort / readyLog / readyHttp
+  std::optional<ReadyCondition> ready;  ///< readyPort readyLog readyLogStream readyHttp readyHttpStatus readyIntervalMs readyFd
   std::optional<Limits> limits;         ///< needs cgroup tracking and the controllers
   /// `stdin: "pipe"`: the command reads its standard input from a FIFO of its
   /// record (procs/ID/stdin writes to it); false (`"null"`): /dev/null.
@@ -71,7 +71,7 @@ Status validate_name(const std::string& name);
 Status validate_stored_name(const std::string& name);
 
 /// Parses the JSON request keys that sbxfs.5 lists for `cmd` (argv, cmd, cwd, env, secretEnv,
-/// note, name, timeoutSec, stopGraceSec, readyPort, readyLog, readyHttp, limits, stdin,
+/// note, name, timeoutSec, stopGraceSec, the ready keys, limits, stdin,
 /// restart, restartDelaySec, maxRestarts, queue).
 /// Unknown keys and wrong types are invalid_argument.
 /// `default_cwd` fills a missing cwd.

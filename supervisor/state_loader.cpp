@@ -101,6 +101,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
       if (saved->condition) r.ready_cond = saved->condition;
       r.ready = saved->ready;
       r.ready_at = saved->ready_at;
+      r.ready_match = saved->matched;
     }
   }
   if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);

@@ -33,6 +33,7 @@ Supervisor::~Supervisor() {
   impl_->loop->post([this, &dropped] {
     impl_->probes.clear();
     impl_->reader_probes->clear();
+    impl_->log_watches->clear();
     dropped.set_value();
   });
   dropped.get_future().wait();
@@ -57,7 +58,9 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   if (!impl->inotify) return error_from_errno(errno, "inotify_init1");
   try {
     impl->loop = std::make_unique<EventLoop>();
-    impl->reader_probes = std::make_unique<ReaderProbes>(*impl->loop);
+    Impl* ip = impl.get();
+    impl->log_watches = std::make_unique<LogWatches>([ip](const std::string& id) { return ip->dir_of(id); });
+    impl->reader_probes = std::make_unique<ReaderProbes>(*impl->loop, *impl->log_watches);
   } catch (const std::exception& e) {
     return Error{Errc::try_again, e.what()};
   }
@@ -158,9 +161,9 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
     auto it = I.records.find(id);
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
     if (Status st = check_started(id, it->second); !st) return st;
+    // Once ready, it stays ready: readyWhen, readyAt and matched keep what held.
+    if (it->second.ready) return Ok{};
     it->second.ready_cond = c;
-    it->second.ready = false;
-    it->second.ready_at.clear();
     I.save_ready(it->second);
   }
   I.loop->post([&I, id] { I.start_probe(id); });
@@ -168,7 +171,7 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
 }
 
 Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const ReadyCondition& c,
-                                                   std::function<void()> on_ready) {
+                                                   std::function<void(const ReadyMatch&)> on_ready) {
   Impl& I = *impl_;
   auto running = [&I, id] {
     std::lock_guard g(I.mu);
@@ -181,7 +184,7 @@ Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const 
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
     if (Status st = check_started(id, it->second); !st) return st.error();
   }
-  return I.reader_probes->add(id, c, I.dir_of(id) + "/log", std::move(on_ready), running);
+  return I.reader_probes->add(id, c, I.dir_of(id), std::move(on_ready), running);
 }
 
 void Supervisor::cancel_probe(std::uint64_t token) { impl_->reader_probes->cancel(token); }

@@ -132,16 +132,18 @@ class Supervisor {
   Status stop(const std::string& id);
   /// Sends `sig` to the whole tree; an ended command is no_such_process.
   Status signal(const std::string& id, int sig);
-  /// Sets or replaces the ready condition of a running command; probing
-  /// restarts (a log condition searches from the start of the log).
+  /// Sets or replaces the ready condition of a running command that is not
+  /// ready yet; probing restarts (a log condition searches from the start
+  /// of the log). A command that is ready stays so: on it this succeeds and
+  /// changes nothing.
   Status set_ready(const std::string& id, const ReadyCondition& c);
   /// Probes `c` on running command `id` for one reader alone: the record's
   /// own condition and its ready/readyAt stay as they are. `on_ready` runs at
-  /// most once, on the event thread, when `c` holds; never after
+  /// most once, on the event thread, when `c` holds, with what matched; never after
   /// cancel_probe() of the token returned; it must not call cancel_probe().
   /// Ended or never started: no_such_process. Each token must be cancelled.
   Result<std::uint64_t> probe_for_reader(const std::string& id, const ReadyCondition& c,
-                                         std::function<void()> on_ready);
+                                         std::function<void(const ReadyMatch&)> on_ready);
   /// Ends the probe of probe_for_reader(); waits for an on_ready under way.
   void cancel_probe(std::uint64_t token);
   /// Writes what fits now of `data` into command `id`'s standard input (a

@@ -65,6 +65,7 @@ struct Supervisor::Impl {
   std::uint64_t next_token = 1;                               // guarded by listeners_mu
 
   std::map<std::string, std::shared_ptr<ReadinessProbe>> probes;  // loop thread only
+  std::unique_ptr<LogWatches> log_watches;                         // loop thread only; made with the loop
   std::unique_ptr<ReaderProbes> reader_probes;                     // made with the loop
 
   struct Starting;
@@ -141,7 +142,11 @@ struct Supervisor::Impl {
 
   // readiness.cpp
   void start_probe(const std::string& id);  // loop thread
-  void mark_ready(const std::string& id);   // loop thread
+  void mark_ready(const std::string& id, const ReadyMatch& m);  // loop thread
+  /// The log grew or the folder changed: every probe of `id` looks (loop thread).
+  void probe_output(const std::string& id);
+  /// `id` ended: last lines are matched, probing stops (loop thread).
+  void probe_finish(const std::string& id);
   void save_ready(const Record& r) const;   // needs mu
 
   // command_input.cpp

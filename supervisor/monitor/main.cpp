@@ -3,7 +3,7 @@
 //   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES]
 //                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] [--stdin pipe]
 //                 [--restart on-failure|always [--restart-delay-ms N] [--max-restarts N]]
-//                 -- ARGV0 ARGS...
+//                 [--notify-fd N] -- ARGV0 ARGS...
 //
 // --uid/--gid/--groups: the command (not the monitor) runs with these
 // credentials: with allow_other, as the user who wrote the request.
@@ -29,6 +29,9 @@
 // command's working directory and writes on into the same log after a
 // marker line; monitor.json is written again for each run. A `term` or
 // `kill` request ends the policy, also during a delay.
+// --notify-fd: the command's descriptor N (>= 3) is the write end of a pipe;
+// its first newline there makes the monitor write `notified` (the time) in
+// RECORD_DIR: the command says it is ready (the s6 notification-fd convention).
 // The command gets the monitor's environment and working directory; ARGV0
 // is looked up in PATH unless it contains a '/' (as execvp does, but a file
 // that is not a program is refused with ENOEXEC, never run by /bin/sh).
@@ -93,7 +96,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: sbxfs-monitor --dir DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES] "
     "[--uid N --gid N [--groups G,...]] [--cgroup DIR] [--stdin pipe] "
-    "[--restart on-failure|always [--restart-delay-ms N] [--max-restarts N]] -- ARGV0 ARGS...";
+    "[--restart on-failure|always [--restart-delay-ms N] [--max-restarts N]] [--notify-fd N] -- ARGV0 ARGS...";
 
 int g_dirfd = -1;
 bool g_ctl_created = false;
@@ -180,6 +183,7 @@ struct Args {
   sup::RestartPolicy restart = sup::RestartPolicy::no;
   uint64_t restart_delay_ms = 1000;
   std::optional<uint64_t> max_restarts;
+  int notify_fd = -1;  // --notify-fd; -1: none
   char** argv = nullptr;
 };
 
@@ -236,6 +240,10 @@ bool parse_args(int argc, char** argv, Args* a) {
       uint64_t n = 0;
       if (!parse_u64(value.c_str(), &n)) return false;
       a->max_restarts = n;
+    } else if (opt == "--notify-fd") {
+      uint64_t v = 0;
+      if (!parse_u64(value.c_str(), &v) || v < 3 || v > 1023) return false;
+      a->notify_fd = static_cast<int>(v);
     } else if (opt == "--groups") {
       size_t pos = 0;
       while (pos < value.size()) {
@@ -277,8 +285,9 @@ struct itimerspec ms_to_its(uint64_t ms) {
 // go_fd >= 0: one byte from it first (EOF: the start was cancelled).
 // stdin_src: what becomes its fd 0 (/dev/null, or the stdin FIFO's read end).
 // cwd: where to change to first (a restart: the monitor itself is in /).
+// notify_w: the notification pipe's write end, to become fd --notify-fd (-1: none).
 [[noreturn]] void exec_child(const Args& args, int go_fd, int stdin_src, int out_w, int err_w, int status_w,
-                             int cgroup_procs, const char* cwd) {
+                             int cgroup_procs, const char* cwd, int notify_w) {
   char** argv = args.argv;
   // Into the command's cgroup before anything else runs here (unless it
   // was born there: then cgroup_procs is -1).
@@ -313,6 +322,12 @@ struct itimerspec ms_to_its(uint64_t ms) {
              (::setgroups(args.groups.size(), args.groups.data()) != 0 || ::setgid(args.gid) != 0 ||
               ::setuid(args.uid) != 0)) {
     err = errno;  // groups first, uid last: after setuid we could not change them
+  } else if (notify_w >= 0 && (status_w == args.notify_fd &&
+                               (status_w = ::fcntl(status_w, F_DUPFD_CLOEXEC, args.notify_fd + 1)) < 0)) {
+    err = errno;  // the exec's report must not be where the command's descriptor goes
+  } else if (notify_w >= 0 && (notify_w == args.notify_fd ? ::fcntl(notify_w, F_SETFD, 0)
+                                                          : ::dup2(notify_w, args.notify_fd)) < 0) {
+    err = errno;
   } else {
     err = exec_command(argv, environ);
   }
@@ -337,7 +352,7 @@ pid_t fork_run(const Args& args, Monitor& m, int go_fd, int stdin_src, const cha
     if (m.cg_dir >= 0) root = sup::fork_into_cgroup(m.cg_dir);
     if (root < 0 && m.cg_dir >= 0) cgroup_procs = m.cg.open_procs();
     if (root < 0 && (m.cg_dir < 0 || cgroup_procs >= 0)) root = ::fork();
-    if (root == 0) exec_child(args, go_fd, stdin_src, outp[1], errp[1], statp[1], cgroup_procs, cwd);
+    if (root == 0) exec_child(args, go_fd, stdin_src, outp[1], errp[1], statp[1], cgroup_procs, cwd, m.notify_w);
   }
   const int e = errno;
   if (cgroup_procs >= 0) ::close(cgroup_procs);
@@ -475,6 +490,15 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   }
 
   // 4. Pipes and the command.
+  int notifyp[2] = {-1, -1};
+  if (args.notify_fd >= 0) {
+    // Made once: every run gets its write end (the monitor keeps it, so the
+    // read end never reads EOF between runs).
+    if (::pipe2(notifyp, O_CLOEXEC) != 0) fail(errno, errmsg("pipe", errno));
+    ::fcntl(notifyp[0], F_SETFL, ::fcntl(notifyp[0], F_GETFL) | O_NONBLOCK);
+    m.notify = notifyp[0];
+    m.notify_w = notifyp[1];
+  }
   Relay relay(dirfd, args.log_max, m.out, m.err);
   m.relay = &relay;
   int stdin_r = -1;

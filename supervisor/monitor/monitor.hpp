@@ -130,6 +130,8 @@ struct Monitor {
   // Forks the next run (new pipes in out/err) and waits for its exec: 0,
   // or an errno with `why` (the child is reaped then). *pid: the child, or -1.
   std::function<int(pid_t* pid, std::string* why)> spawn;
+  int notify = -1;     // --notify-fd: the read end of the command's notification pipe
+  int notify_w = -1;   // and its write end, which every run gets as fd --notify-fd
 };
 
 // Runs until the whole tree has ended (under a restart policy: until the

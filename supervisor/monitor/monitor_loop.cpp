@@ -9,6 +9,8 @@
 // the monitor never parented counts too. The command's stdin FIFO is no
 // source: the command reads it directly, the monitor only holds a write end
 // (closed by the ctl request `eof`), so input costs the monitor no wake-up.
+// With --notify-fd, the command's notification pipe: its first newline is
+// written down as `notified`.
 //
 // Under a restart policy that end is a run's: the policy may arm the delay
 // timerfd (state restarting) and start the next run when it fires; the
@@ -21,6 +23,7 @@
 #include "supervisor/command_state.hpp"
 #include "supervisor/exit_record.hpp"
 #include "supervisor/monitor_ctl.hpp"
+#include "supervisor/notify_record.hpp"
 #include "supervisor/proc_tree.hpp"
 #include "supervisor/signal_names.hpp"
 
@@ -32,6 +35,7 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -55,6 +59,7 @@ class Loop {
  private:
   // Requests.
   void read_ctl();
+  void read_notify();
   void handle_ctl_line(std::string line);
   // Feeds one event through the command's transition table and acts on it.
   void on(sup::CommandEvent e);
@@ -89,6 +94,7 @@ class Loop {
   Outcome outcome();
 
   Monitor& m_;
+  bool notified_ = false;  // `notified` is written
   sup::CommandState state_ = sup::CommandState::running;
   Cause cause_ = Cause::none;
   bool root_reaped_ = false;
@@ -104,6 +110,26 @@ class Loop {
   std::string ctl_buf_;
   bool ctl_skip_ = false;  // dropping an overlong line up to its newline
 };
+
+void Loop::read_notify() {
+  char buf[512];
+  const ssize_t n = ::read(m_.notify, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {  // every writer closed it
+    ::close(m_.notify);
+    m_.notify = -1;
+    return;
+  }
+  // Later bytes are read and dropped: a command that says it twice is not
+  // killed by SIGPIPE.
+  if (notified_ || ::memchr(buf, '\n', static_cast<size_t>(n)) == nullptr) return;
+  notified_ = true;
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  const int64_t us = static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+  if (int err = sup::write_file_atomic_at(m_.dirfd, sup::kNotifiedFile, sup::format_notified(us)))
+    diag("cannot write %s: %s", sup::kNotifiedFile, ::strerror(err));
+}
 
 void Loop::read_ctl() {
   char buf[1024];
@@ -415,7 +441,7 @@ int Loop::finish() {
 }
 
 int Loop::run() {
-  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCg, kRestart, kCount };
+  enum { kSig, kOut, kErr, kCtl, kTimeout, kKill, kCg, kRestart, kNotify, kCount };
   // Every child reaped, and (with a cgroup) no member left; between runs
   // there is no run to end.
   auto ended = [this] {
@@ -427,8 +453,8 @@ int Loop::run() {
   for (;;) {
     if (over_) return finish();
     struct pollfd pfds[kCount];
-    int fds[kCount] = {m_.sigfd,    m_.out.pipe, m_.err.pipe, m_.ctlfd, m_.timeout_tfd,
-                       m_.kill_tfd, m_.cg_events, m_.restart_tfd};
+    int fds[kCount] = {m_.sigfd,    m_.out.pipe, m_.err.pipe, m_.ctlfd,  m_.timeout_tfd,
+                       m_.kill_tfd, m_.cg_events, m_.restart_tfd, m_.notify};
     for (int i = 0; i < kCount; ++i) {
       pfds[i].fd = fds[i];  // negative: ignored by poll
       pfds[i].events = i == kCg ? POLLPRI : POLLIN;
@@ -445,6 +471,7 @@ int Loop::run() {
     if (ready(kOut)) m_.relay->pump(m_.out);
     if (ready(kErr)) m_.relay->pump(m_.err);
     if (ready(kCtl)) read_ctl();
+    if (ready(kNotify)) read_notify();
     if (ready(kTimeout)) {
       uint64_t ticks;
       if (::read(m_.timeout_tfd, &ticks, sizeof ticks) == sizeof ticks) on(sup::CommandEvent::timed_out);

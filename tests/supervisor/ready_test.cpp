@@ -1,4 +1,5 @@
 // Readiness: log, port and http conditions, given at start or set later.
+#include "supervisor/log_index.hpp"
 #include "supervisor/ready_condition.hpp"
 #include "../common/free_port.hpp"
 #include "test_util.hpp"
@@ -12,6 +13,15 @@ class ReadyTest : public SupervisorTest {
  protected:
   bool wait_ready(const std::string& id, std::chrono::milliseconds timeout = 10000ms) {
     return wait_until([&] { auto s = sup_->status(id); return s && s->ready; }, timeout, 10ms);
+  }
+  /// Starts `cmd` with condition `c` and waits until it is ready; its id, or "" (a failure).
+  std::string start_ready(const std::string& cmd, const sup::ReadyCondition& c, const std::string& name = "") {
+    auto spec = shell(cmd, name);
+    spec.ready = c;
+    auto st = sup_->start(spec);
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : describe(st.error()));
+    if (!st.ok() || !wait_ready(st->bg_id)) return "";
+    return st->bg_id;
   }
   sup::ReadyCondition cond(const std::string& text) {
     auto c = sup::parse_ready_condition(text);
@@ -175,6 +185,94 @@ TEST_F(ReadyTest, ReadinessSurvivesReopen) {
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->ready);
   EXPECT_EQ(s->ready_when, "log up");
+}
+
+TEST(ReadyConditionTest, TheNewKeysParseAndTheirMistakesAreSaid) {
+  auto h = sup::parse_ready_condition("http 3000 /health 200-299");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->status_min, 200);
+  EXPECT_EQ(h->status_max, 299);
+  EXPECT_EQ(h->describe(), "http 3000 /health 200-299");
+  auto one = sup::parse_ready_condition(R"({"readyPort": 80, "readyHttp": "/", "readyHttpStatus": 204, "readyIntervalMs": 10})");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->status_min, 204);
+  EXPECT_EQ(one->status_max, 204);
+  EXPECT_EQ(one->interval_ms, 10);
+  auto range = sup::parse_ready_condition(R"({"readyPort": 80, "readyHttp": "/", "readyHttpStatus": {"min": 200, "max": 204}})");
+  ASSERT_TRUE(range.ok());
+  EXPECT_EQ(range->status_max, 204);
+  auto err = sup::parse_ready_condition(R"({"readyLog": "x", "readyLogStream": "stderr"})");
+  ASSERT_TRUE(err.ok());
+  EXPECT_EQ(err->stream, sup::ReadyCondition::Stream::err);
+  // readyFd: in a request only.
+  auto fd = sup::ready_condition_from_json(nlohmann::json{{"readyFd", 3}});
+  ASSERT_TRUE(fd.ok() && fd.value());
+  EXPECT_EQ(fd.value()->kind, sup::ReadyCondition::Kind::notify);
+  EXPECT_EQ(fd.value()->describe(), "fd 3");
+  for (const char* bad : {R"({"readyFd": 3})", R"({"readyLog": "x", "readyLogStream": "both2"})",
+                          R"({"readyPort": 80, "readyIntervalMs": 9})", R"({"readyLog": "x", "readyIntervalMs": 50})",
+                          R"({"readyPort": 80, "readyHttp": "/", "readyHttpStatus": {"min": 300, "max": 200}})",
+                          R"({"readyPort": 80, "readyHttpStatus": 200})", "http 80 / 99", "http 80 / 200-x"}) {
+    auto r = sup::parse_ready_condition(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code, sup::Errc::invalid_argument) << bad;
+    }
+  }
+  EXPECT_FALSE(sup::ready_condition_from_json(nlohmann::json{{"readyFd", 2}}).ok());
+}
+
+TEST_F(ReadyTest, ReadyAtIsTheTimeOfTheMatchingOutputAndStaysAfterReopen) {
+  ASSERT_EQ(start_ready("echo booting; sleep 0.3; echo listening; sleep 30", cond("log ^listening$"), "srv"), "srv");
+  sup::LogIndex index;
+  ASSERT_EQ(index.open(record_dir("srv")), 0);
+  std::string line_at;
+  for (std::size_t i = 0; i < index.chunks().size(); ++i) {
+    std::string bytes;
+    ASSERT_EQ(index.read_stream(index.chunks()[i].stream, index.chunk_start(i), index.chunks()[i].length, &bytes), 0);
+    if (bytes.find("listening") != std::string::npos) line_at = sup::iso_of_us(index.chunks()[i].time_us);
+  }
+  auto s = sup_->status("srv");
+  EXPECT_EQ(s->ready_at, line_at);
+  ASSERT_TRUE(s->ready_match);
+  EXPECT_EQ(s->ready_match->text, "listening");
+  EXPECT_EQ(s->ready_match->stream, "stdout");
+  reopen();
+  s = sup_->status("srv");
+  EXPECT_EQ(s->ready_at, line_at);
+  ASSERT_TRUE(s->ready_match);
+  EXPECT_EQ(s->ready_match->match, "listening");
+}
+
+TEST_F(ReadyTest, OnceReadyItStaysReadyWhenANewConditionIsSet) {
+  const std::string id = start_ready("echo up; sleep 30", cond("log ^up$"));
+  ASSERT_FALSE(id.empty());
+  const std::string at = sup_->status(id)->ready_at;
+  SBX_EXPECT_OK(sup_->set_ready(id, cond("log NEVER")));
+  auto s = sup_->status(id);
+  EXPECT_TRUE(s->ready);
+  EXPECT_EQ(s->ready_at, at);
+  EXPECT_EQ(s->ready_when, "log ^up$");
+}
+
+TEST_F(ReadyTest, ReadyFdIsTheCommandsOwnWord) {
+  auto c = sup::ready_condition_from_json(nlohmann::json{{"readyFd", 3}});
+  ASSERT_TRUE(c.ok() && c.value());
+  const std::string id = start_ready("echo starting; sleep 0.2; echo >&3; echo >&3; echo still-alive; sleep 30", *c.value());
+  ASSERT_FALSE(id.empty());
+  auto s = sup_->status(id);
+  ASSERT_TRUE(s->ready_match);
+  EXPECT_EQ(s->ready_match->kind, sup::ReadyCondition::Kind::notify);
+  EXPECT_EQ(s->ready_when, "fd 3");
+  // A second newline costs the command nothing (no SIGPIPE).
+  EXPECT_TRUE(wait_for_text(s->log_file, "still-alive"));
+  EXPECT_TRUE(sup_->status(id)->running);
+}
+
+TEST_F(ReadyTest, APromptWithoutNewlineIsReadyWhileItRuns) {
+  const std::string id = start_ready("printf 'partial-ready'; sleep 30", cond("log partial-ready"));
+  ASSERT_FALSE(id.empty());
+  EXPECT_TRUE(sup_->status(id)->running);
 }
 
 }  // namespace

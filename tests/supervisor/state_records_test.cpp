@@ -161,9 +161,14 @@ namespace {
 TEST(ReadyRecord, WrittenAndReadBack) {
   auto c = sup::parse_ready_condition("port 3000");
   ASSERT_TRUE(c.ok());
-  sup::ReadyRecord r{*c, true, "2026-12-01T10:00:00.123Z"};
+  sup::ReadyMatch m;
+  m.kind = sup::ReadyCondition::Kind::port;
+  m.port = 3000;
+  sup::ReadyRecord r{*c, true, "2026-12-01T10:00:00.123Z", m};
   auto back = sup::parse_ready(sup::format_ready(r));
   ASSERT_TRUE(back);
+  ASSERT_TRUE(back->matched);
+  EXPECT_EQ(back->matched->to_json(), m.to_json());
   ASSERT_TRUE(back->condition);
   EXPECT_EQ(back->condition->describe(), "port 3000");
   EXPECT_TRUE(back->ready);

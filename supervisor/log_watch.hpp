@@ -1,0 +1,90 @@
+#pragma once
+// The log conditions of one command, all of them (the record's and every
+// reader's), matched in one pass over its new output: the bytes of each
+// chunk the monitor indexed (log_index.hpp) are read once and searched for
+// every condition at once (an RE2::Set per stream, linear time), so 300
+// readers with 300 patterns cost one read and one scan of the output, not
+// 300. Lines are per stream (stdout and stderr each have their own); a
+// condition reads stdout, stderr or both (readyLogStream).
+//
+// A condition added later still sees the whole log: conditions added
+// together are searched once from the start of the log, then join the
+// others. A last line without a newline (a prompt) is matched while the
+// command runs, when it is the end of what its stream printed so far (up to
+// kMaxPromptBytes); at the end, whatever its length.
+//
+// Lives on the event loop's thread: every call from there. Match callbacks
+// run from output()/finish() and may call remove().
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "supervisor/log_index.hpp"
+#include "supervisor/ready_condition.hpp"
+#include "supervisor/ready_match.hpp"
+
+namespace sup {
+
+inline constexpr std::size_t kMaxPromptBytes = 64 * 1024;
+
+class LogWatch {
+ public:
+  using OnMatch = std::function<void(const ReadyMatch&)>;
+
+  /// The command's record folder (its `index` and `log`).
+  explicit LogWatch(std::string dir);
+  ~LogWatch();
+  LogWatch(const LogWatch&) = delete;
+  LogWatch& operator=(const LogWatch&) = delete;
+
+  /// A log condition (c.kind == log, its regex valid); `fn` runs once, at
+  /// the first line that matches. Searched at the next output() or finish().
+  std::uint64_t add(const ReadyCondition& c, OnMatch fn);
+  /// Drops a condition (a no-op once it matched or for an unknown token).
+  void remove(std::uint64_t token);
+  bool empty() const;
+
+  void output();  ///< the log grew: the new chunks are searched
+  void finish();  ///< the command ended: output(), then each stream's last line, whatever its length
+
+ private:
+  struct Entry;
+  struct Scanner;
+  using Fired = std::vector<std::pair<std::shared_ptr<Entry>, ReadyMatch>>;
+  void pass(bool at_end);
+  /// Opens the index once there is one; false while there is nothing to read.
+  bool open_index();
+  /// Reads the chunks past scanner `s`'s position into it.
+  void feed(Scanner& s, Fired* fired);
+  std::string cursor_of(std::size_t chunk) const;
+  static void fire(Fired& fired);
+
+  const std::string dir_;
+  LogIndex index_;
+  bool legacy_ = false;  // a record of a build before the index: `log` alone, as one stdout
+  std::uint64_t next_token_ = 1;
+  std::unique_ptr<Scanner> main_;   // its conditions are searched in new output only
+  std::unique_ptr<Scanner> added_;  // conditions added since: searched from the start
+};
+
+/// The LogWatch of each running command that has log conditions (loop thread).
+class LogWatches {
+ public:
+  /// `dir_of` gives a command's record folder.
+  explicit LogWatches(std::function<std::string(const std::string&)> dir_of) : dir_of_(std::move(dir_of)) {}
+  /// The watch of command `id`, made on first use.
+  std::shared_ptr<LogWatch> of(const std::string& id);
+  void output(const std::string& id);
+  /// `id` ended: its last lines are matched and its watch is dropped.
+  void finish(const std::string& id);
+  void clear() { watches_.clear(); }
+
+ private:
+  std::function<std::string(const std::string&)> dir_of_;
+  std::map<std::string, std::shared_ptr<LogWatch>> watches_;
+};
+
+}  // namespace sup
