@@ -126,7 +126,9 @@ TEST(TreeFile, InodesDecodeToTheirKind) {
   // Every kind a command's files may have keeps its own inode (no two share the low bits).
   for (Kind a : every_kind())
     for (Kind b : every_kind())
-      if (a != b && fsd::is_record_kind(a) && fsd::is_record_kind(b)) EXPECT_NE(fsd::record_ino(7, a), fsd::record_ino(7, b));
+      if (a != b && fsd::is_record_kind(a) && fsd::is_record_kind(b)) {
+        EXPECT_NE(fsd::record_ino(7, a), fsd::record_ino(7, b));
+      }
 }
 
 TEST(TreeFile, TheFilesWithParametersAreTheTables) {
