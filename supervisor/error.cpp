@@ -35,6 +35,7 @@ constexpr ErrcRow kErrcTable[] = {
     {Errc::no_space, "no_space", ENOSPC, "ENOSPC", {ENOSPC, EDQUOT}},
     {Errc::interrupted, "interrupted", EINTR, "EINTR", {EINTR}},
     {Errc::timed_out, "timed_out", ETIMEDOUT, "ETIMEDOUT", {ETIMEDOUT}},
+    {Errc::no_data, "no_data", ENODATA, "ENODATA", {ENODATA}},
 };
 
 const ErrcRow& row_of(Errc c) {

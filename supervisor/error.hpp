@@ -25,6 +25,7 @@ enum class Errc {
   no_space,           // ENOSPC: the state directory's disk is full
   interrupted,        // EINTR: a start was called off before its outcome
   timed_out,          // ETIMEDOUT: the monitor did not report in time
+  no_data,            // ENODATA: a record has no such data (an older build's, or output dropped by log_max)
 };
 
 struct Error {

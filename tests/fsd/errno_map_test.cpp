@@ -15,6 +15,7 @@ constexpr sup::Errc kEvery[] = {
     sup::Errc::not_a_program,    sup::Errc::already_exists, sup::Errc::busy,            sup::Errc::too_big,
     sup::Errc::name_too_long,    sup::Errc::try_again,      sup::Errc::too_many_files,  sup::Errc::no_such_process,
     sup::Errc::io_error,         sup::Errc::no_space,       sup::Errc::interrupted,     sup::Errc::timed_out,
+    sup::Errc::no_data,
 };
 
 TEST(ErrnoMap, NamesAgreeWithTheSupervisors) {

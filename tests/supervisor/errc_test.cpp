@@ -16,7 +16,8 @@ using sup::Errc;
 constexpr Errc kAll[] = {Errc::invalid_argument, Errc::not_found,     Errc::not_a_directory, Errc::permission_denied,
                          Errc::not_a_program,    Errc::already_exists, Errc::busy,            Errc::too_big,
                          Errc::name_too_long,    Errc::try_again,      Errc::too_many_files,  Errc::no_such_process,
-                         Errc::io_error,         Errc::no_space,       Errc::interrupted,     Errc::timed_out};
+                         Errc::io_error,         Errc::no_space,       Errc::interrupted,     Errc::timed_out,
+                         Errc::no_data};
 
 TEST(ErrcTable, NameIsTheNameOfItsErrno) {
   for (Errc c : kAll) {
