@@ -69,14 +69,16 @@ Stream read_end_once(const std::string& path, std::size_t cap, ino_t* ino) {
 
 /// The last `cap` bytes of the stream whose file would be `path`, from the
 /// log's index as a new reader of the stream sees it (past log_max: the
-/// latest output), masked; nullopt when the record has none (an older build's).
+/// latest output); nullopt when the record has none (an older build's).
 std::optional<Stream> read_end_indexed(const std::string& path, std::size_t cap, const std::vector<std::string>& secrets) {
   const std::size_t slash = path.rfind('/');
   if (slash == std::string::npos) return std::nullopt;
   const sup::LogSelection which = path.ends_with("/stderr") ? sup::LogSelection::err : sup::LogSelection::out;
   Stream s;
   bool gap = false;
-  std::optional<std::string> end = sup::log_view_end(path.substr(0, slash), which, cap, secrets, &s.size, &gap);
+  // Whole secrets are masked by the caller ("****"); those cut by a gap here.
+  std::optional<std::string> end = sup::log_view_end(path.substr(0, slash), which, cap, secrets,
+                                                     sup::LogView::Masking::cut_parts, &s.size, &gap);
   if (!end) return std::nullopt;
   s.bytes = std::move(*end);
   s.truncated = s.size > cap || gap;

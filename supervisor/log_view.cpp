@@ -48,7 +48,8 @@ std::string log_marker_line(std::uint64_t log_max) {
          " bytes) reached: output dropped here is counted in droppedBytes; the latest output follows]\n";
 }
 
-LogView::LogView(LogSelection sel, std::vector<std::string> secrets) : sel_(sel), secrets_(std::move(secrets)) {
+LogView::LogView(LogSelection sel, std::vector<std::string> secrets, Masking masking)
+    : sel_(sel), masking_(masking), secrets_(std::move(secrets)) {
   std::erase_if(secrets_, [](const std::string& s) { return s.empty(); });
   for (const auto& s : secrets_) reach_ = std::max(reach_, s.size() - 1);
   pieces_.push_back(Piece{});
@@ -124,7 +125,7 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
       break;
     }
     if (!secrets_.empty()) {
-      mask_secrets_in_place(bytes, secrets_);
+      if (masking_ == Masking::bytes) mask_secrets_in_place(bytes, secrets_);
       if (lo == p.pos && i > 0) mask_secret_ends(bytes, secrets_);
       if (end != kOpen && lo + bytes.size() == piece_last) mask_secret_starts(bytes, secrets_);
     }
@@ -137,7 +138,7 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
 
 bool LogView::locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::shared_ptr<const UniqueFd>* file,
                      std::uint64_t* file_off, std::size_t* count) const {
-  if (!secrets_.empty()) return false;
+  if (!secrets_.empty()) return false;  // (either masking changes bytes)
   const std::size_t i = piece_at(off);
   const Piece& p = pieces_[i];
   if (!p.marker.empty()) return false;
@@ -164,10 +165,11 @@ void LogView::served(std::uint64_t off, std::uint64_t n, int last) {
 }
 
 std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel, std::size_t bytes,
-                                        const std::vector<std::string>& secrets, std::uint64_t* size, bool* gap) {
+                                        const std::vector<std::string>& secrets, LogView::Masking masking,
+                                        std::uint64_t* size, bool* gap) {
   LogIndex index;
   if (index.open(dir) != 0) return std::nullopt;
-  LogView view(sel, secrets);
+  LogView view(sel, secrets, masking);
   std::string out;
   std::uint64_t s = 0;
   // A rotation between the look and the read drops what was to be read: look again.

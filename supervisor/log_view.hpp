@@ -27,7 +27,10 @@ std::string log_marker_line(std::uint64_t log_max);
 
 class LogView {
  public:
-  LogView(LogSelection sel, std::vector<std::string> secrets);
+  /// How secrets are masked: each byte of one ('*'), or only the parts cut
+  /// by a gap, for a caller that masks whole ones itself ("****").
+  enum class Masking { bytes, cut_parts };
+  LogView(LogSelection sel, std::vector<std::string> secrets, Masking masking = Masking::bytes);
 
   /// Takes in what `index` holds now (after each refresh): a gap that has
   /// opened before the bytes this reader is at becomes a marker.
@@ -59,6 +62,7 @@ class LogView {
   std::uint64_t piece_end(std::size_t i) const;
 
   const LogSelection sel_;
+  const Masking masking_;
   std::vector<std::string> secrets_;  // the non-empty ones
   std::size_t reach_ = 0;  // longest secret - 1
   std::vector<Piece> pieces_;
@@ -71,11 +75,12 @@ class LogView {
 void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap);
 
 /// The last `bytes` bytes of the view of `sel` of the record in DIR as a
-/// new reader sees it, masked; `size` gets the view's size and `gap`
-/// whether output was dropped from it. Nullopt without an index (an older
-/// build's record).
+/// new reader sees it, masked as `masking` says; `size` gets the view's
+/// size and `gap` whether output was dropped from it. Nullopt without an
+/// index (an older build's record).
 std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel, std::size_t bytes,
-                                        const std::vector<std::string>& secrets, std::uint64_t* size = nullptr,
-                                        bool* gap = nullptr);
+                                        const std::vector<std::string>& secrets,
+                                        LogView::Masking masking = LogView::Masking::bytes,
+                                        std::uint64_t* size = nullptr, bool* gap = nullptr);
 
 }  // namespace sup
