@@ -261,6 +261,36 @@ TEST_F(LogTail, ADaemonKilledMidOutputComesBackCoherent) {
   EXPECT_EQ(truncated, 1u);
 }
 
+TEST_F(LogTail, AMonitorKilledMidRotationLeavesACoherentRecord) {
+  const std::string id = start("i=0; while :; do echo \"line $i\"; i=$((i+1)); done");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return status_json(id).value("droppedBytes", 0) > 0; }, 20s));
+  const json mon = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data);
+  ASSERT_EQ(::kill(mon["monitorPid"].get<pid_t>(), SIGKILL), 0);  // at whatever point of its writes
+  const json w = wait_json(id, 20);
+  EXPECT_EQ(w["proc"]["endReason"], "unknown") << w.dump();
+  const std::string log = this->log(id);
+  const std::vector<std::string> parts = pieces(log);
+  ASSERT_EQ(parts.size(), 2u);
+  const std::string& tail = parts[1];
+  // The last whole line says how far the command got.
+  const std::size_t end = tail.rfind('\n', tail.size() - 1 - (tail.back() == '\n' ? 1 : 0));
+  const int last = std::stoi(tail.substr(end + 1 + 5)) + 1;
+  std::string truth;
+  for (int i = 0; i <= last; ++i) truth += "line " + std::to_string(i) + "\n";
+  expect_coherent(log, truth, "log");
+  const std::vector<json> ev = events(file("procs/" + id + "/events"));
+  std::size_t truncated = 0;
+  for (const json& e : ev)
+    if (e["type"] == "truncated") {
+      ++truncated;
+      EXPECT_EQ(e["droppedBytes"], w["proc"]["droppedBytes"]);
+    }
+  EXPECT_EQ(truncated, 1u);
+  EXPECT_EQ(ev.back()["type"], "terminal");
+  EXPECT_EQ(file("procs/" + id + "/stdout"), log);
+}
+
 TEST_F(LogTail, SecretsAreMaskedInTheTail) {
   const std::string id = start(json{{"cmd", "seq 1 20000; i=0; while [ $i -lt 3000 ]; do echo \"key=$TOKEN\"; "
                                             "i=$((i+1)); done"},
