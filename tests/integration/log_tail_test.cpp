@@ -70,6 +70,16 @@ class LogTail : public SbxfsTest {
     }
     return total;
   }
+  /// One truncated event in `ev`, counting `dropped`.
+  void expect_one_truncated(const std::vector<json>& ev, const json& dropped) {
+    std::size_t truncated = 0;
+    for (const json& e : ev)
+      if (e["type"] == "truncated") {
+        ++truncated;
+        EXPECT_EQ(e["droppedBytes"], dropped);
+      }
+    EXPECT_EQ(truncated, 1u);
+  }
   /// Each piece between markers is a part of `truth`, in order.
   void expect_coherent(const std::string& text, const std::string& truth, const std::string& what) {
     std::size_t from = 0;
@@ -252,13 +262,7 @@ TEST_F(LogTail, ADaemonKilledMidOutputComesBackCoherent) {
   expect_coherent(log, truth, "log");
   const std::vector<json> ev = events(file("procs/" + id + "/events"));
   EXPECT_EQ(w["proc"]["droppedBytes"], truth.size() - data_bytes(ev)) << "what is gone, across the restart";
-  std::size_t truncated = 0;
-  for (const json& e : ev)
-    if (e["type"] == "truncated") {
-      ++truncated;
-      EXPECT_EQ(e["droppedBytes"], w["proc"]["droppedBytes"]);
-    }
-  EXPECT_EQ(truncated, 1u);
+  expect_one_truncated(ev, w["proc"]["droppedBytes"]);
 }
 
 TEST_F(LogTail, AMonitorKilledMidRotationLeavesACoherentRecord) {
@@ -280,13 +284,7 @@ TEST_F(LogTail, AMonitorKilledMidRotationLeavesACoherentRecord) {
   for (int i = 0; i <= last; ++i) truth += "line " + std::to_string(i) + "\n";
   expect_coherent(log, truth, "log");
   const std::vector<json> ev = events(file("procs/" + id + "/events"));
-  std::size_t truncated = 0;
-  for (const json& e : ev)
-    if (e["type"] == "truncated") {
-      ++truncated;
-      EXPECT_EQ(e["droppedBytes"], w["proc"]["droppedBytes"]);
-    }
-  EXPECT_EQ(truncated, 1u);
+  expect_one_truncated(ev, w["proc"]["droppedBytes"]);
   EXPECT_EQ(ev.back()["type"], "terminal");
   EXPECT_EQ(file("procs/" + id + "/stdout"), log);
 }
