@@ -7,14 +7,22 @@
 // marker line}), and once the command has ended a `terminal` event.
 //
 // Cursors are "RUN-POS": the run's id from the index header and the
-// event's position: chunk i is at i; once the command has ended, N (the
-// number of chunks) and N+1 hold what stdout and stderr ended with short of
-// a whole character, N+2 the terminal event. An event starts at a character
-// boundary: a chunk ending in the first bytes of a character leaves them to
-// the next chunk of its stream. Each event thus depends on the chunks alone,
-// and `events,since=C` starts exactly after C, in any later read, even of
+// event's position: chunk n is at n (numbers count the dropped chunks
+// too, so they stay valid while the tail rotates); once the command has
+// ended, N (one past the last chunk) and N+1 hold what stdout and stderr
+// ended with short of a whole character, N+2 the terminal event. An event
+// starts at a character boundary: a chunk ending in the first bytes of a
+// character leaves them to the next chunk of its stream (unless log_max
+// dropped that one). Each event thus depends on the chunks alone, and
+// `events,since=C` starts exactly after C, in any later read, even of
 // another daemon. A cursor of another run (a named slot started again) or
 // one that is no cursor: EINVAL at the first read, with a line in `errors`.
+//
+// Past log_max, the chunks dropped after the head are one `truncated`
+// event, at the position of the last of them, whose droppedBytes counts
+// the bytes gone between the event before it and the one after it. A
+// reader that falls behind the rotation, or a cursor of a chunk dropped
+// since, gets such an event for what it missed, then the chunks kept.
 #include <cerrno>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,14 +40,13 @@
 #include "fsd/followed_read.hpp"
 #include "fsd/json_object_writer.hpp"
 #include "supervisor/log_index.hpp"
+#include "supervisor/log_view.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/utf8.hpp"
 
 namespace fsd {
 
 namespace {
-
-using ojson = nlohmann::ordered_json;
 
 std::string base64(std::string_view in) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -90,7 +97,7 @@ class EventsHandle : public FollowedReadHandle {
  protected:
   Reply fetch(std::size_t size, off_t off, bool ended) override {
     std::lock_guard g(mu_);
-    if (int err = ensure()) return Reply::error(err);
+    if (std::optional<sup::Error> e = ensure()) return Reply::fail(*e);
     const auto want = static_cast<std::uint64_t>(off);
     if (want < text_base_) restart();
     while (text_base_ + text_.size() < want + size && !finished_) {
@@ -107,45 +114,48 @@ class EventsHandle : public FollowedReadHandle {
 
   bool more_at(off_t off, bool ended) override {
     std::lock_guard g(mu_);
-    if (ensure() != 0) return true;
+    if (ensure()) return true;
     if (static_cast<std::uint64_t>(off) < text_base_ + text_.size()) return true;
     if (!index_.is_open() || finished_) return false;
-    return pos_ < index_.chunks().size() || ended;
+    return pos_ < index_.end() || ended;
   }
 
  private:
   /// Opens the index once there is one and checks `since` against it.
-  int ensure() {
+  std::optional<sup::Error> ensure() {
     if (error_) return error_;
-    if (index_.is_open()) return index_.refresh();
+    if (index_.is_open()) {
+      if (int err = index_.refresh()) return sup::error_from_errno(err, "reading the index of " + id_);
+      return std::nullopt;
+    }
     const int err = index_.open(dir_);
     if (err == ENOENT) {
       struct stat st {};
-      if (::stat((dir_ + "/log").c_str(), &st) == 0)
-        return fail(ENODATA, "this record was written by an older sbxfs: it has no index of events");
-      if (since_) return fail(EINVAL, "cursor from an earlier run: " + *since_);
-      return 0;  // no output yet
+      if (::stat((dir_ + "/log").c_str(), &st) == 0 && ::stat((dir_ + "/index").c_str(), &st) != 0)
+        return fail(sup::Errc::no_data, "this record was written by an older sbxfs: it has no index of events");
+      if (since_) return fail(sup::Errc::invalid_argument, "cursor from an earlier run: " + *since_);
+      return std::nullopt;  // no output yet
     }
-    if (err != 0) return err;
+    if (err != 0) return sup::error_from_errno(err, "reading the index of " + id_);
     if (since_) {
       std::uint64_t run = 0, pos = 0;
       int used = 0;
       if (std::sscanf(since_->c_str(), "%16" SCNx64 "-%" SCNu64 "%n", &run, &pos, &used) != 2 ||
           static_cast<std::size_t>(used) != since_->size())
-        return fail(EINVAL, "not a cursor (cursor from an earlier run?): " + *since_);
-      if (run != index_.run_id()) return fail(EINVAL, "cursor from an earlier run: " + *since_);
+        return fail(sup::Errc::invalid_argument, "not a cursor (cursor from an earlier run?): " + *since_);
+      if (run != index_.run_id()) return fail(sup::Errc::invalid_argument, "cursor from an earlier run: " + *since_);
       first_ = pos + 1;
     }
     restart();
-    return 0;
+    return std::nullopt;
   }
 
-  int fail(int err, const std::string& why) {
-    error_ = err;
+  sup::Error fail(sup::Errc code, const std::string& why) {
+    error_ = sup::Error{code, why};
     std::string name = "procs/" + id_ + "/events";
     if (since_) name += ",since=" + *since_;
-    fs_.errors().add(name, err, why, "", id_);
-    return err;
+    fs_.errors().add(name, sup::errno_of(code), why, "", id_);
+    return *error_;
   }
 
   void restart() {
@@ -153,6 +163,11 @@ class EventsHandle : public FollowedReadHandle {
     text_base_ = 0;
     pos_ = first_;
     finished_ = false;
+    // Where the output was after the event before the first shown, when known.
+    prev_end_.reset();
+    if (first_ > 0)
+      if (const sup::LogChunk* c = index_.chunk(first_ - 1))
+        prev_end_ = index_.position(first_ - 1, sup::LogSelection::all) + c->length;
   }
 
   std::string cursor(std::uint64_t pos) const {
@@ -161,26 +176,40 @@ class EventsHandle : public FollowedReadHandle {
     return buf;
   }
 
-  void add(const ojson& j) {
-    text_ += j.dump();
-    text_ += '\n';
+  static sup::LogSelection selection(sup::LogStream s) {
+    return s == sup::LogStream::err ? sup::LogSelection::err : sup::LogSelection::out;
+  }
+  /// log_max dropped bytes of stream `s` after the head.
+  bool gap_in(sup::LogStream s) const {
+    return index_.tail_begun() && index_.kept_start(selection(s)) > index_.head_size(selection(s));
+  }
+  /// The lowest position of `s` that bytes before `at` can be read from
+  /// without crossing what log_max dropped.
+  std::uint64_t floor_of(sup::LogStream s, std::uint64_t at) const {
+    const std::uint64_t kept = index_.kept_start(selection(s));
+    return index_.tail_begun() && at >= kept ? kept : 0;
   }
 
   /// Stream bytes [lo, hi) masked, read with `reach_` around them.
   /// False when the log does not hold them all yet.
   bool masked(sup::LogStream s, std::uint64_t lo, std::uint64_t hi, std::string* out) const {
-    const std::uint64_t mlo = lo - std::min<std::uint64_t>(lo, reach_);
+    const std::uint64_t mlo = std::max(lo - std::min<std::uint64_t>(lo, reach_), floor_of(s, lo));
     std::string buf;
     if (index_.read_stream(s, mlo, static_cast<std::size_t>(hi + reach_ - mlo), &buf) != 0 || buf.size() < hi - mlo)
       return false;
     if (!secrets_.empty()) sup::mask_secrets_in_place(buf, secrets_);
     *out = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));
+    // A secret cut by the gap: its part on this side is masked too.
+    if (!secrets_.empty() && gap_in(s)) {
+      const auto sel = selection(s);
+      sup::mask_secret_parts(*out, secrets_, lo == index_.kept_start(sel), hi == index_.head_size(sel));
+    }
     return true;
   }
 
   /// How many bytes of stream `s` before `at` begin a character not whole at `at`.
   std::size_t carry(sup::LogStream s, std::uint64_t at) const {
-    const std::uint64_t lo = at - std::min<std::uint64_t>(at, 4);
+    const std::uint64_t lo = std::max(at - std::min<std::uint64_t>(at, 4), floor_of(s, at));
     std::string buf;
     if (index_.read_stream(s, lo, static_cast<std::size_t>(at - lo), &buf) != 0) return 0;
     return sup::incomplete_utf8_tail(buf);
@@ -200,6 +229,28 @@ class EventsHandle : public FollowedReadHandle {
     text_ += '\n';
   }
 
+  void add_truncated(std::uint64_t pos, std::int64_t time_us, std::uint64_t dropped) {
+    JsonObjectWriter w(text_);
+    w.str("type", "truncated").str("cursor", cursor(pos)).str("timestamp", sup::iso_of_us(time_us));
+    w.num("droppedBytes", static_cast<std::int64_t>(dropped));
+    w.close();
+    text_ += '\n';
+  }
+
+  /// The time of the last chunk of `s` (0: none is kept).
+  std::int64_t last_time(sup::LogStream s) const {
+    for (std::uint64_t k = index_.end(); k-- > 0;) {
+      const sup::LogChunk* c = index_.chunk(k);
+      if (!c) {
+        if (k <= index_.head_chunks()) break;
+        k = index_.head_chunks();  // over what was dropped, to the head's last
+        continue;
+      }
+      if (c->stream == s) return c->time_us;
+    }
+    return 0;
+  }
+
   /// Appends the event at pos_ (none, for a chunk that holds only the
   /// start of a character) and moves on. False when there is none yet.
   bool next_event(bool ended) {
@@ -208,47 +259,61 @@ class EventsHandle : public FollowedReadHandle {
       // terminal event says why.
       if (ended && !finished_) {
         const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
-        if (!st || st->state == "error") add(terminal());
+        if (!st || st->state == "error") add_terminal();
       }
       finished_ = ended;
       return false;
     }
-    const auto& chunks = index_.chunks();
-    const std::uint64_t n = chunks.size();
+    const std::uint64_t n = index_.end();
     if (pos_ < n) {
-      const sup::LogChunk& c = chunks[pos_];
-      if (c.stream == sup::LogStream::marker && c.marker == sup::MarkerKind::restart) {
-        std::string line(c.length, '\0');
-        const ssize_t n = ::pread(index_.log_fd(), line.data(), line.size(), static_cast<off_t>(c.offset));
-        if (n != static_cast<ssize_t>(line.size())) return false;  // not all in the log yet
+      const sup::LogChunk* c = index_.chunk(pos_);
+      if (!c) {
+        // Dropped by log_max: one event for the whole gap.
+        const std::uint64_t kept = index_.kept_from();
+        if (pos_ >= kept) return false;  // not read yet
+        const sup::LogChunk* next = index_.chunk(kept);
+        const sup::LogChunk* before = pos_ > 0 ? index_.chunk(pos_ - 1) : nullptr;
+        if (!next && !ended) return false;  // its time is the next chunk's
+        const std::uint64_t gone_from = prev_end_.value_or(index_.head_size(sup::LogSelection::all));
+        const std::uint64_t kept_at = index_.kept_start(sup::LogSelection::all);
+        add_truncated(kept - 1, next ? next->time_us : before ? before->time_us : 0,
+                      kept_at > gone_from ? kept_at - gone_from : 0);
+        pos_ = kept;
+        prev_end_ = kept_at;
+        return true;
+      }
+      if (c->stream == sup::LogStream::marker && c->marker == sup::MarkerKind::restart) {
+        // A restart policy's line between two runs: a `restart` event.
+        const std::uint64_t a = index_.position(pos_, sup::LogSelection::out);
+        std::string line;
+        if (!masked(sup::LogStream::out, a, a + c->length, &line)) return false;  // not all in the log yet
         line.erase(std::remove(line.begin(), line.end(), '\n'), line.end());
-        ojson j;
-        j["type"] = "restart";
-        j["cursor"] = cursor(pos_);
-        j["timestamp"] = sup::iso_of_us(c.time_us);
-        j["data"] = line;
-        add(j);
+        JsonObjectWriter w(text_);
+        w.str("type", "restart").str("cursor", cursor(pos_)).str("timestamp", sup::iso_of_us(c->time_us));
+        w.str("data", line);
+        w.close();
+        text_ += '\n';
+        prev_end_ = index_.position(pos_, sup::LogSelection::all) + c->length;
         ++pos_;
         return true;
       }
-      if (c.stream == sup::LogStream::marker) {
+      if (c->stream == sup::LogStream::marker) {  // an older build's: its count is in `dropped`
         const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
-        ojson j;
-        j["type"] = "truncated";
-        j["cursor"] = cursor(pos_);
-        j["timestamp"] = sup::iso_of_us(c.time_us);
-        j["droppedBytes"] = st ? st->dropped_bytes : 0;
-        add(j);
+        add_truncated(pos_, c->time_us, st ? st->dropped_bytes : 0);
+        prev_end_ = index_.position(pos_, sup::LogSelection::all) + c->length;
         ++pos_;
         return true;
       }
-      const std::uint64_t a = index_.chunk_start(pos_), b = a + c.length;
-      const std::uint64_t from = a - carry(c.stream, a), to = b - carry(c.stream, b);
+      const std::uint64_t a = index_.position(pos_, selection(c->stream)), b = a + c->length;
+      // The start of a character whose rest log_max dropped is shown as it is.
+      const bool cut = gap_in(c->stream) && b == index_.head_size(selection(c->stream));
+      const std::uint64_t from = a - carry(c->stream, a), to = b - (cut ? 0 : carry(c->stream, b));
       std::string data;
       if (to > from) {
-        if (!masked(c.stream, from, to, &data)) return false;  // not all in the log yet
-        add_data(c.stream, pos_, c.time_us, data);
+        if (!masked(c->stream, from, to, &data)) return false;  // not all in the log yet
+        add_data(c->stream, pos_, c->time_us, data);
       }
+      prev_end_ = index_.position(pos_, sup::LogSelection::all) + c->length;
       ++pos_;
       return true;
     }
@@ -257,42 +322,46 @@ class EventsHandle : public FollowedReadHandle {
       const sup::LogStream s = pos_ == n ? sup::LogStream::out : sup::LogStream::err;
       const std::uint64_t end = index_.stream_size(s), left = carry(s, end);
       std::string data;
-      if (left > 0 && masked(s, end - left, end, &data)) {
-        std::int64_t time_us = 0;
-        for (auto it = chunks.rbegin(); it != chunks.rend(); ++it)
-          if (it->stream == s) {
-            time_us = it->time_us;
-            break;
-          }
-        add_data(s, pos_, time_us, data);
-      }
+      if (left > 0 && masked(s, end - left, end, &data)) add_data(s, pos_, last_time(s), data);
       ++pos_;
       return true;
     }
-    if (pos_ == n + 2) add(terminal());
+    if (pos_ == n + 2) add_terminal();
     finished_ = true;
     return pos_ == n + 2;
   }
 
-  ojson terminal() const {
+  void add_terminal() {
     const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
-    ojson j;
-    j["type"] = "terminal";
     const bool error = !st || st->state == "error";
-    j["state"] = error ? "error" : "exited";
-    j["cursor"] = cursor(index_.chunks().size() + 2);
-    j["timestamp"] = st && !st->finished_at.empty() ? ojson(st->finished_at) : ojson(nullptr);
+    JsonObjectWriter w(text_);
+    w.str("type", "terminal").str("state", error ? "error" : "exited");
+    w.str("cursor", cursor(index_.is_open() ? index_.end() + 2 : 2));
+    w.str_or_null("timestamp", st ? st->finished_at : std::string());
     if (error) {
-      const nlohmann::json rec = st ? st->to_json() : nlohmann::json::object();
-      j["error"] = rec.contains("error") ? ojson::parse(rec["error"].dump())
-                                         : ojson{{"code", "ENOENT"}, {"message", "the record is gone"}};
-      return j;
+      std::string code = "ENOENT", message = "the record is gone";
+      if (st) {
+        const nlohmann::json rec = st->to_json();
+        if (rec.contains("error") && rec["error"].is_object()) {
+          code = rec["error"].value("code", std::string("EIO"));
+          message = rec["error"].value("message", std::string());
+        }
+      }
+      std::string e;
+      JsonObjectWriter(e).str("code", code).str("message", message).close();
+      w.raw("error", e);
+    } else {
+      std::string x;
+      JsonObjectWriter ew(x);
+      ew.num_or_null("code", st->exit_code ? std::optional<std::int64_t>(*st->exit_code) : std::nullopt);
+      ew.str_or_null("signal", st->signal);
+      ew.boolean("timedOut", st->timed_out);
+      ew.close();
+      w.raw("exit", x);
+      w.str("endReason", st->end_reason);
     }
-    j["exit"] = {{"code", st->exit_code ? ojson(*st->exit_code) : ojson(nullptr)},
-                 {"signal", st->signal.empty() ? ojson(nullptr) : ojson(st->signal)},
-                 {"timedOut", st->timed_out}};
-    j["endReason"] = st->end_reason;
-    return j;
+    w.close();
+    text_ += '\n';
   }
 
   const std::optional<std::string> since_;
@@ -302,12 +371,13 @@ class EventsHandle : public FollowedReadHandle {
   std::mutex mu_;
   // Guarded by mu_:
   sup::LogIndex index_;
-  int error_ = 0;               // the cursor was refused: every read says so
+  std::optional<sup::Error> error_;  // the cursor was refused: every read says so
   std::uint64_t first_ = 0;     // the first position to show
   std::uint64_t pos_ = 0;       // the next position to generate
   std::string text_;            // events generated, from text_base_
   std::uint64_t text_base_ = 0;
   bool finished_ = false;       // the terminal event is in text_
+  std::optional<std::uint64_t> prev_end_;  // where the output was after the last chunk passed
 };
 
 }  // namespace

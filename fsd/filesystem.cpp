@@ -13,6 +13,7 @@
 #include "fsd/errno_map.hpp"
 #include "fsd/session_key.hpp"
 #include "supervisor/clock.hpp"
+#include "supervisor/log_view.hpp"
 
 namespace fsd {
 
@@ -199,6 +200,16 @@ nlohmann::json Filesystem::record_json(const sup::CommandStatus& st, const Reque
 
 std::string Filesystem::log_tail(const sup::CommandStatus& st, std::size_t bytes) const {
   if (st.log_file.empty()) return {};
+  // The log as a new reader sees it (past log_max: the latest output), a
+  // little more than shown, so that a secret cut by the window's start is
+  // still recognised and masked; those cut by a gap are masked there.
+  const std::string dir = st.log_file.substr(0, st.log_file.rfind('/'));
+  if (std::optional<std::string> end = sup::log_view_end(dir, sup::LogSelection::all, bytes + 1024, sup_.secrets(st.bg_id),
+                                                         sup::LogView::Masking::cut_parts)) {
+    std::string masked = sup_.mask(*end, st.bg_id);
+    if (masked.size() > bytes) masked.erase(0, masked.size() - bytes);
+    return masked;
+  }
   const int fd = ::open(st.log_file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
   struct stat sb {};

@@ -91,6 +91,12 @@ JsonObjectWriter& JsonObjectWriter::str(std::string_view k, std::string_view val
   return *this;
 }
 
+JsonObjectWriter& JsonObjectWriter::raw(std::string_view k, std::string_view json) {
+  key(k);
+  out_ += json;
+  return *this;
+}
+
 JsonObjectWriter& JsonObjectWriter::str_or_null(std::string_view k, std::string_view value) {
   if (value.empty()) {
     key(k);

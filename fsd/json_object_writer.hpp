@@ -26,6 +26,8 @@ class JsonObjectWriter {
   JsonObjectWriter& num(std::string_view key, double value);
   JsonObjectWriter& num_or_null(std::string_view key, std::optional<std::int64_t> value);
   JsonObjectWriter& boolean(std::string_view key, bool value);
+  /// A value given as JSON text (a nested object written by another writer).
+  JsonObjectWriter& raw(std::string_view key, std::string_view json);
   void close() { out_ += '}'; }
 
   /// `s` as a JSON string, quotes included, appended to `out`.

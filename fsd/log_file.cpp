@@ -1,5 +1,6 @@
-// procs/ID/log, stdout, stderr and logs/ID.log: the state directory's files,
-// read with pread. Their attributes carry the backing file's real size and
+// procs/ID/log, stdout, stderr and logs/ID.log of a record an older build
+// wrote (a log and no index; the others: stream_file.cpp): the state
+// directory's files, read with pread. Their attributes carry the backing file's real size and
 // mtime with attr_timeout 0, and they are direct_io: every tool, `tail -f`
 // included, sees the file grow (tail -f polls st_size once a second on
 // FUSE and reads exactly the growth; with st_size 0 it reports "file truncated").
@@ -149,10 +150,10 @@ std::string log_path(const Node& node) {
 }
 
 std::unique_ptr<Handle> open_log(Filesystem& fs, const Node& node, const OpenRequest& req) {
-  const bool stream_kind = node.kind == Kind::stdout_log || node.kind == Kind::stderr_log;
-  // Views with keys, and streams kept in the log's index (any record but
-  // one an older build wrote with files of their own): stream_file.cpp.
-  if (!node.keys().empty() || (stream_kind && (has_index(*node.record) || !old_stream_files(*node.record))))
+  // Views with keys, and the logs of any record but one an older build
+  // wrote (a log and no index): stream_file.cpp, which also follows the
+  // output into the tail past log_max.
+  if (!node.keys().empty() || has_index(*node.record) || !old_stream_files(*node.record))
     return open_stream(fs, node, req);
   const std::string path = log_path(node);
   sup::UniqueFd fd(path.empty() ? -1 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));

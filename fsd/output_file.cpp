@@ -21,6 +21,7 @@
 #include "fsd/files.hpp"
 #include "fsd/json_object_writer.hpp"
 #include "supervisor/log_index.hpp"
+#include "supervisor/log_view.hpp"
 #include "supervisor/utf8.hpp"
 
 namespace fsd {
@@ -68,24 +69,27 @@ Stream read_end_once(const std::string& path, std::size_t cap, ino_t* ino) {
 }
 
 /// The last `cap` bytes of the stream whose file would be `path`, from the
-/// log's index; nullopt when the record has none (an older build's).
-std::optional<Stream> read_end_indexed(const std::string& path, std::size_t cap) {
+/// log's index as a new reader of the stream sees it (past log_max: the
+/// latest output); nullopt when the record has none (an older build's).
+std::optional<Stream> read_end_indexed(const std::string& path, std::size_t cap, const std::vector<std::string>& secrets) {
   const std::size_t slash = path.rfind('/');
-  sup::LogIndex index;
-  if (slash == std::string::npos || index.open(path.substr(0, slash)) != 0) return std::nullopt;
-  const sup::LogStream which = path.ends_with("/stderr") ? sup::LogStream::err : sup::LogStream::out;
+  if (slash == std::string::npos) return std::nullopt;
+  const sup::LogSelection which = path.ends_with("/stderr") ? sup::LogSelection::err : sup::LogSelection::out;
   Stream s;
-  s.size = index.stream_size(which);
-  const std::uint64_t from = s.size > cap ? s.size - cap : 0;
-  s.truncated = from > 0;
-  (void)index.read_stream(which, from, static_cast<std::size_t>(s.size - from), &s.bytes);
-  if (s.truncated) skip_partial_char(s.bytes);
+  bool gap = false;
+  // Whole secrets are masked by the caller ("****"); those cut by a gap here.
+  std::optional<std::string> end = sup::log_view_end(path.substr(0, slash), which, cap, secrets,
+                                                     sup::LogView::Masking::cut_parts, &s.size, &gap);
+  if (!end) return std::nullopt;
+  s.bytes = std::move(*end);
+  s.truncated = s.size > cap || gap;
+  if (s.size > cap) skip_partial_char(s.bytes);
   return s;
 }
 
 /// The last `cap` bytes of `path` (an empty stream when it cannot be read).
-Stream read_end(const std::string& path, std::size_t cap) {
-  if (std::optional<Stream> indexed = read_end_indexed(path, cap)) return *indexed;
+Stream read_end(const std::string& path, std::size_t cap, const std::vector<std::string>& secrets) {
+  if (std::optional<Stream> indexed = read_end_indexed(path, cap, secrets)) return *indexed;
   Stream s;
   for (int attempt = 0; attempt < 3; ++attempt) {
     ino_t ino = 0;
@@ -120,8 +124,9 @@ class OutputHandle : public BlockingReadHandle {
 
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
     const std::size_t cap = cap_;
-    Stream out = read_end(st.stdout_file, cap);
-    Stream err = read_end(st.stderr_file, cap);
+    const std::vector<std::string> secrets = fs_.sup().secrets(st.bg_id);
+    Stream out = read_end(st.stdout_file, cap, secrets);
+    Stream err = read_end(st.stderr_file, cap, secrets);
     // The two texts (up to output_max each) are quoted in one pass and put
     // in place after the dump: through nlohmann::json they were escaped
     // twice, most of the daemon's CPU when many large answers are due.

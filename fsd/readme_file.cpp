@@ -45,7 +45,8 @@ WATCH IT
                            actions done here, load, memory and disks
   procs/                   one folder per command, oldest first
   procs/ID/status.json     the command's record: state, pid, exitCode, ...
-  procs/ID/log             stdout and stderr as written (tail -f works)
+  procs/ID/log             stdout and stderr as written (tail -f works); past
+                           log_max its first half, a marker line, the latest output
   procs/ID/stdout, stderr  each stream alone; logs/ID.log = procs/ID/log
   procs/ID/events          the output as JSON lines: {"type": "stdout"|"stderr",
                            "cursor", "timestamp", "data"} ("dataBase64" when not

@@ -1,18 +1,19 @@
-// procs/ID/stdout and stderr of a record with an index, and the views with
-// parameters of log, stdout and stderr: `,follow` (a read at the end waits
-// for more and gets EOF once the command has ended) and `,timestamps`
-// (each line prefixed by the time its first byte was read,
+// procs/ID/log, stdout and stderr of a record with an index, and the views
+// with parameters of log, stdout and stderr: `,follow` (a read at the end
+// waits for more and gets EOF once the command has ended) and
+// `,timestamps` (each line prefixed by the time its first byte was read,
 // `2026-12-01T07:00:00.123Z `).
 //
-// stdout and stderr are the chunks of their stream in the log, found
-// through the index (supervisor/log_index.hpp): the bytes are in the state
-// directory once. A record an older build left has no index but files
-// `stdout` and `stderr` of its own: those are read (log_file.cpp), and
+// The bytes are those the index (supervisor/log_index.hpp) says, in the
+// head and the tail segments, through one LogView per open file
+// (supervisor/log_view.hpp): past log_max, the head, a marker line where
+// output was dropped, then what was kept, with offsets that stay true for
+// this reader while the tail rotates. A record an older build left has no
+// index but files `stdout` and `stderr` of its own: those are read, and
 // its timestamped views fail with ENODATA.
 //
 // Secrets are masked byte for byte over a window widened by the longest
-// secret on each side (as in log_file.cpp), so a secret split across
-// chunks is masked whole.
+// secret on each side, so a secret split across chunks is masked whole.
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -26,35 +27,37 @@
 #include "fsd/files.hpp"
 #include "fsd/followed_read.hpp"
 #include "supervisor/log_index.hpp"
+#include "supervisor/log_view.hpp"
 #include "supervisor/secrets.hpp"
 
 namespace fsd {
 
 namespace {
 
-enum class Selection { log, out, err };
+using sup::LogSelection;
 
-sup::LogStream stream_of(Selection s) { return s == Selection::err ? sup::LogStream::err : sup::LogStream::out; }
-
-bool in_selection(sup::LogStream s, Selection sel) { return sel == Selection::log || sup::in_stream(s, stream_of(sel)); }
+LogSelection selection_of(Kind k) {
+  return k == Kind::stdout_log ? LogSelection::out : k == Kind::stderr_log ? LogSelection::err : LogSelection::all;
+}
 
 class StreamHandle : public FollowedReadHandle {
  public:
-  StreamHandle(Filesystem& fs, const sup::CommandStatus& st, Selection sel, bool follow, bool timestamps)
+  StreamHandle(Filesystem& fs, const sup::CommandStatus& st, LogSelection sel, bool follow, bool timestamps)
       : FollowedReadHandle(fs, st, follow), sel_(sel), timestamps_(timestamps),
-        secrets_(fs.sup().secrets(st.bg_id)), path_(sel == Selection::log ? st.log_file
-                                                   : sel == Selection::out ? st.stdout_file : st.stderr_file) {
-    for (const auto& s : secrets_) reach_ = std::max(reach_, s.size() - 1);
+        secrets_(fs.sup().secrets(st.bg_id)), path_(sel == LogSelection::all ? st.log_file
+                                                   : sel == LogSelection::out ? st.stdout_file : st.stderr_file),
+        view_(sel, secrets_) {
+    for (const auto& s : secrets_)
+      if (!s.empty()) reach_ = std::max(reach_, s.size() - 1);
   }
 
   bool fstat(struct stat* st) override {
     std::lock_guard g(mu_);
     if (timestamps_) return false;  // longer than any file: the path's size is a lower bound
-    const int err = ensure();
-    if (err != 0) return false;
+    if (ensure() != 0) return false;
     if (raw_) return ::fstat(raw_.get(), st) == 0;
     if (!index_.is_open() || ::fstat(index_.log_fd(), st) != 0) return false;
-    st->st_size = static_cast<off_t>(index_.stream_size(stream_of(sel_)));
+    st->st_size = static_cast<off_t>(view_.size(index_));
     st->st_blocks = (st->st_size + 511) / 512;
     return true;
   }
@@ -62,53 +65,69 @@ class StreamHandle : public FollowedReadHandle {
  protected:
   Reply fetch(std::size_t size, off_t off, bool) override {
     std::lock_guard g(mu_);
-    if (int err = ensure()) return Reply::error(err);
-    // Nothing to mask and the whole read in one place of the log (or the
-    // stream's end there): the kernel moves the bytes (spliced, no copy in
-    // the daemon). Never a short read before the end: tools take a short
-    // read of a regular file for its end.
-    std::uint64_t at = 0, run = 0;
-    if (!timestamps_ && !raw_ && sel_ != Selection::log && secrets_.empty() && index_.is_open() &&
-        index_.locate(stream_of(sel_), static_cast<std::uint64_t>(off), &at, &run) &&
-        (run >= size || static_cast<std::uint64_t>(off) + run >= index_.stream_size(stream_of(sel_)))) {
-      if (!log_share_) log_share_ = std::make_shared<const sup::UniqueFd>(::dup(index_.log_fd()));
-      if (*log_share_)
-        return Reply::file(log_share_, static_cast<off_t>(at), static_cast<std::size_t>(std::min<std::uint64_t>(size, run)));
-    }
+    if (int err = ensure()) return failure(err);
+    const auto at = static_cast<std::uint64_t>(off);
     std::string out;
-    if (int err = timestamps_ ? stamped(static_cast<std::uint64_t>(off), size, &out)
-                              : masked(static_cast<std::uint64_t>(off), size, &out))
-      return Reply::error(err);
+    if (raw_) {
+      if (int err = raw_masked(at, size, &out)) return failure(err);
+      return Reply::data(std::move(out));
+    }
+    if (!index_.is_open()) return Reply::data({});
+    if (timestamps_) {
+      if (int err = stamped(at, size, &out)) return failure(err);
+      return Reply::data(std::move(out));
+    }
+    // Nothing to mask and the whole read in one place of a file (or the
+    // view's end there): the kernel moves the bytes (spliced, no copy in
+    // the daemon).
+    std::shared_ptr<const sup::UniqueFd> file;
+    std::uint64_t file_off = 0;
+    std::size_t count = 0;
+    if (view_.locate(index_, at, size, &file, &file_off, &count)) {
+      view_.served(at, count);
+      return Reply::file(std::move(file), static_cast<off_t>(file_off), count);
+    }
+    if (int err = view_.read(index_, at, size, &out)) return failure(err);
+    if (!out.empty()) view_.served(at, out.size(), static_cast<unsigned char>(out.back()));
     return Reply::data(std::move(out));
   }
 
   bool more_at(off_t off, bool) override {
     std::lock_guard g(mu_);
     if (ensure() != 0) return true;  // a read answers the error at once
-    if (timestamps_) {
-      if (!index_.is_open()) return false;
-      return static_cast<std::uint64_t>(off) < text_base_ + text_.size() || next_chunk_ < index_.chunks().size();
+    const auto at = static_cast<std::uint64_t>(off);
+    if (raw_) {
+      struct stat st {};
+      return ::fstat(raw_.get(), &st) == 0 && at < static_cast<std::uint64_t>(st.st_size);
     }
-    return static_cast<std::uint64_t>(off) < size_now();
+    if (!index_.is_open()) return false;
+    if (timestamps_) return at < text_base_ + text_.size() || next_no_ < index_.end();
+    return at < view_.size(index_);
   }
 
  private:
+  Reply failure(int err) const {
+    if (err == ENODATA)
+      return Reply::fail({sup::Errc::no_data, "this output was dropped by log_max after this reader had passed it"});
+    return Reply::fail(sup::error_from_errno(err, "reading the log of " + id_));
+  }
+
   /// Opens what the view reads, once it exists; 0 when there is nothing yet.
   int ensure() {
-    if (raw_) {
-      return 0;
-    }
-    if (index_.is_open()) return index_.refresh();
-    if (sel_ == Selection::log && !timestamps_) {
-      raw_.reset(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-      return raw_ || errno == ENOENT ? 0 : errno;
+    if (raw_) return 0;
+    if (index_.is_open()) {
+      const int err = index_.refresh();
+      if (err == 0) view_.settle(index_);
+      return err;
     }
     const int err = index_.open(dir_);
+    if (err == 0) view_.settle(index_);
     if (err != ENOENT) return err;
-    // No index: an older build's record keeps its streams in files of their own.
+    // No index: an older build's record keeps its streams in files of their
+    // own (a new one makes its index before its log).
     struct stat st {};
     const bool old = ::stat(path_.c_str(), &st) == 0 || ::stat((dir_ + "/log").c_str(), &st) == 0;
-    if (!old) return 0;  // no output yet
+    if (!old || ::stat((dir_ + "/index").c_str(), &st) == 0) return 0;  // no output yet (or made just now)
     if (timestamps_) {
       if (!reported_)
         fs_.errors().add("procs/" + id_ + "/" + std::string(path_.substr(path_.rfind('/') + 1)) + ",timestamps",
@@ -120,99 +139,107 @@ class StreamHandle : public FollowedReadHandle {
     return raw_ || errno == ENOENT ? 0 : errno;
   }
 
-  std::uint64_t size_now() const {
-    if (raw_) {
-      struct stat st {};
-      return ::fstat(raw_.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-    }
-    if (!index_.is_open()) return 0;
-    if (sel_ == Selection::log) {
-      struct stat st {};
-      return ::fstat(index_.log_fd(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-    }
-    return index_.stream_size(stream_of(sel_));
-  }
-
-  /// Bytes of the selection, unmasked.
-  int raw_bytes(std::uint64_t off, std::size_t size, std::string* out) const {
-    out->clear();
-    if (raw_ || sel_ == Selection::log) {
-      const int fd = raw_ ? raw_.get() : index_.is_open() ? index_.log_fd() : -1;
-      if (fd < 0) return 0;
-      out->resize(size);
-      ssize_t n;
-      do n = ::pread(fd, out->data(), size, static_cast<off_t>(off));
-      while (n < 0 && errno == EINTR);
-      if (n < 0) return errno;
-      out->resize(static_cast<std::size_t>(n));
-      return 0;
-    }
-    if (!index_.is_open()) return 0;
-    return index_.read_stream(stream_of(sel_), off, size, out);
-  }
-
-  /// Bytes of the selection, masked.
-  int masked(std::uint64_t off, std::size_t size, std::string* out) const {
-    if (secrets_.empty()) return raw_bytes(off, size, out);
+  /// An older build's file, masked.
+  int raw_masked(std::uint64_t off, std::size_t size, std::string* out) const {
     const std::uint64_t lo = off > reach_ ? off - reach_ : 0;
     const std::size_t before = static_cast<std::size_t>(off - lo);
-    if (int err = raw_bytes(lo, before + size + reach_, out)) return err;
-    sup::mask_secrets_in_place(*out, secrets_);
-    if (out->size() <= before) {
-      out->clear();
-    } else {
-      *out = out->substr(before, size);
-    }
+    out->resize(before + size + (secrets_.empty() ? 0 : reach_));
+    ssize_t n;
+    do n = ::pread(raw_.get(), out->data(), out->size(), static_cast<off_t>(lo));
+    while (n < 0 && errno == EINTR);
+    if (n < 0) return errno;
+    out->resize(static_cast<std::size_t>(n));
+    if (!secrets_.empty()) sup::mask_secrets_in_place(*out, secrets_);
+    *out = out->size() <= before ? std::string() : out->substr(before, size);
     return 0;
+  }
+
+  /// Bytes [lo, hi) of the selection, masked; false when not all are kept yet.
+  bool masked(std::uint64_t lo, std::uint64_t hi, bool after_gap, bool before_gap, std::string* out) const {
+    const std::uint64_t mlo = after_gap ? lo : lo - std::min<std::uint64_t>(lo, reach_);
+    std::string buf;
+    if (index_.read(sel_, mlo, static_cast<std::size_t>(hi + (before_gap ? 0 : reach_) - mlo), &buf) != 0 ||
+        buf.size() < hi - mlo)
+      return false;
+    if (!secrets_.empty()) {
+      sup::mask_secrets_in_place(buf, secrets_);
+      if (after_gap || before_gap) {
+        std::string mid = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));
+        sup::mask_secret_parts(mid, secrets_, after_gap, before_gap);
+        *out = std::move(mid);
+        return true;
+      }
+    }
+    *out = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));
+    return true;
+  }
+
+  /// Appends `bytes`, each line prefixed by `stamp`.
+  void append_stamped(const std::string& stamp, const std::string& bytes) {
+    for (std::size_t i = 0; i < bytes.size();) {
+      if (line_start_) text_ += stamp;
+      const void* nl = std::memchr(bytes.data() + i, '\n', bytes.size() - i);
+      const std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : bytes.size();
+      text_.append(bytes, i, end - i);
+      line_start_ = nl != nullptr;
+      i = end;
+    }
   }
 
   /// The timestamped text at [off, off+size), generated from the chunks
   /// (again from the start when a reader goes back).
   int stamped(std::uint64_t off, std::size_t size, std::string* out) {
     out->clear();
-    if (!index_.is_open()) return 0;
     if (off < text_base_) {
       text_.clear();
       text_base_ = 0;
-      next_chunk_ = 0;
-      sel_off_ = 0;
+      next_no_ = 0;
+      sel_pos_ = 0;
       line_start_ = true;
+      after_gap_ = false;
     }
-    const auto& chunks = index_.chunks();
-    while (text_base_ + text_.size() < off + size && next_chunk_ < chunks.size()) {
+    while (text_base_ + text_.size() < off + size && next_no_ < index_.end()) {
       // What the reader has passed is dropped: a long log never sits in memory.
       if (off > text_base_) {
         const std::size_t drop = std::min<std::uint64_t>(off - text_base_, text_.size());
         text_.erase(0, drop);
         text_base_ += drop;
       }
-      const sup::LogChunk& c = chunks[next_chunk_];
-      if (!in_selection(c.stream, sel_)) {
-        ++next_chunk_;
+      const sup::LogChunk* c = index_.chunk(next_no_);
+      if (!c) {
+        if (next_no_ >= index_.kept_from()) break;  // not known yet
+        // Dropped by log_max: a marker line where this selection lost bytes.
+        const std::uint64_t kept = index_.kept_start(sel_);
+        if (kept > sel_pos_) {
+          const sup::LogChunk* next = index_.chunk(index_.kept_from());
+          if (!line_start_) text_ += '\n';
+          line_start_ = true;
+          append_stamped(sup::iso_of_us(next ? next->time_us : 0) + " ", sup::log_marker_line(index_.log_max()));
+          after_gap_ = true;
+        }
+        next_no_ = index_.kept_from();
+        sel_pos_ = std::max(sel_pos_, kept);
         continue;
       }
-      const std::uint64_t at = sel_ == Selection::log ? c.offset : sel_off_;
-      std::string bytes;
-      if (int err = masked(at, c.length, &bytes)) return err;
-      if (bytes.size() < c.length) break;  // not all in the log yet
-      const std::string stamp = sup::iso_of_us(c.time_us) + " ";
-      for (std::size_t i = 0; i < bytes.size();) {
-        if (line_start_) text_ += stamp;
-        const void* nl = std::memchr(bytes.data() + i, '\n', bytes.size() - i);
-        const std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : bytes.size();
-        text_.append(bytes, i, end - i);
-        line_start_ = nl != nullptr;
-        i = end;
+      if (!sup::in_selection(c->stream, sel_)) {
+        ++next_no_;
+        continue;
       }
-      sel_off_ += c.length;
-      ++next_chunk_;
+      const std::uint64_t at = index_.position(next_no_, sel_), to = at + c->length;
+      const bool before_gap = index_.tail_begun() && to == index_.head_size(sel_) && index_.kept_start(sel_) > to;
+      std::string bytes;
+      if (!masked(at, to, after_gap_, before_gap, &bytes)) break;  // not all in the log yet
+      append_stamped(sup::iso_of_us(c->time_us) + " ", bytes);
+      after_gap_ = false;
+      sel_pos_ = to;
+      ++next_no_;
     }
     if (off >= text_base_ && off < text_base_ + text_.size())
       *out = text_.substr(static_cast<std::size_t>(off - text_base_), size);
     return 0;
   }
 
-  const Selection sel_;
+  const LogSelection sel_;
   const bool timestamps_;
   const std::vector<std::string> secrets_;
   const std::string path_;
@@ -221,19 +248,16 @@ class StreamHandle : public FollowedReadHandle {
   std::mutex mu_;
   // Guarded by mu_:
   sup::LogIndex index_;
-  sup::UniqueFd raw_;  // the file read without an index (log, or an old record's stream)
-  std::shared_ptr<const sup::UniqueFd> log_share_;  // the log, for spliced replies
+  sup::LogView view_;
+  sup::UniqueFd raw_;  // the file read without an index (an older build's record)
   bool reported_ = false;
   std::string text_;            // timestamped text from text_base_
   std::uint64_t text_base_ = 0;
-  std::size_t next_chunk_ = 0;  // the next chunk to stamp
-  std::uint64_t sel_off_ = 0;   // where it starts in the selection
+  std::uint64_t next_no_ = 0;   // the next chunk to stamp
+  std::uint64_t sel_pos_ = 0;   // where the selection is, after what was stamped
   bool line_start_ = true;
+  bool after_gap_ = false;      // a marker was just stamped
 };
-
-Selection selection_of(Kind k) {
-  return k == Kind::stdout_log ? Selection::out : k == Kind::stderr_log ? Selection::err : Selection::log;
-}
 
 }  // namespace
 
@@ -248,10 +272,15 @@ std::unique_ptr<Handle> open_stream(Filesystem& fs, const Node& node, const Open
 }
 
 bool stream_attr(const Node& node, struct stat* st) {
-  if (node.kind != Kind::stdout_log && node.kind != Kind::stderr_log) return false;
+  const LogSelection sel = selection_of(node.kind);
+  const std::string dir = FollowedReadHandle::dir_of(*node.record);
+  // The log itself is its file until the tail begins (a cheap look first).
+  if (sel == LogSelection::all && !sup::head_continued(dir)) return false;
   sup::LogIndex index;
-  if (index.open(FollowedReadHandle::dir_of(*node.record)) != 0 || ::fstat(index.log_fd(), st) != 0) return false;
-  st->st_size = static_cast<off_t>(index.stream_size(node.kind == Kind::stderr_log ? sup::LogStream::err : sup::LogStream::out));
+  if (index.open(dir) != 0 || ::fstat(index.log_fd(), st) != 0) return false;
+  sup::LogView view(sel, {});
+  view.settle(index);
+  st->st_size = static_cast<off_t>(view.size(index));
   st->st_blocks = (st->st_size + 511) / 512;
   return true;
 }

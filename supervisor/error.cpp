@@ -36,6 +36,7 @@ constexpr ErrcRow kErrcTable[] = {
     {Errc::interrupted, "interrupted", EINTR, "EINTR", {EINTR}},
     {Errc::timed_out, "timed_out", ETIMEDOUT, "ETIMEDOUT", {ETIMEDOUT}},
     {Errc::broken_pipe, "broken_pipe", EPIPE, "EPIPE", {EPIPE}},
+    {Errc::no_data, "no_data", ENODATA, "ENODATA", {ENODATA}},
 };
 
 const ErrcRow& row_of(Errc c) {

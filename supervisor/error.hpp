@@ -26,6 +26,7 @@ enum class Errc {
   interrupted,        // EINTR: a start was called off before its outcome
   timed_out,          // ETIMEDOUT: the monitor did not report in time
   broken_pipe,        // EPIPE: no one reads the command's input (ended, closed, or never a pipe)
+  no_data,            // ENODATA: a record has no such data (an older build's, or output dropped by log_max)
 };
 
 struct Error {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "supervisor/files.hpp"
+#include "supervisor/log_index.hpp"
 #include "supervisor/log_limit.hpp"
 #include "supervisor/notify_record.hpp"
 #include "supervisor/orphan_sweep.hpp"
@@ -27,6 +28,14 @@ void Supervisor::Impl::watch_log(Record& r) {
     r.log_wd = wd;
     wd_ids[wd] = r.id;
   }
+  // Past log_max the output goes on in tail segments (log_index.hpp).
+  for (const std::uint64_t g : tail_generations(dir)) watch_tail(r.id, tail_index_name(g));
+}
+
+void Supervisor::Impl::watch_tail(const std::string& id, const std::string& name) {
+  // The kernel drops the watch when the monitor removes the segment.
+  const int wd = ::inotify_add_watch(inotify.get(), (dir_of(id) + "/" + name).c_str(), IN_MODIFY);
+  if (wd >= 0) wd_ids[wd] = id;
 }
 
 void Supervisor::Impl::watch_running(Record& r) {
@@ -145,6 +154,14 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
       wd_ids.erase(r.log_wd);
       r.log_wd = -1;
     }
+    for (auto w = wd_ids.begin(); w != wd_ids.end();) {  // its tail segments' (log_index.hpp)
+      if (w->second != id) {
+        ++w;
+        continue;
+      }
+      ::inotify_rm_watch(inotify.get(), w->first);
+      w = wd_ids.erase(w);
+    }
     if (r.dir_wd >= 0) {
       ::inotify_rm_watch(inotify.get(), r.dir_wd);
       dir_wd_ids.erase(r.dir_wd);
@@ -195,12 +212,18 @@ void Supervisor::Impl::on_inotify() {
       auto* ev = reinterpret_cast<inotify_event*>(p);
       if (auto it = wd_ids.find(ev->wd); it != wd_ids.end()) {
         grown.insert(it->second);
+        if (ev->mask & IN_IGNORED) wd_ids.erase(it);  // its file is gone (a tail segment removed)
       } else if (auto d = dir_wd_ids.find(ev->wd); d != dir_wd_ids.end() && ev->len > 0) {
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, "exit.json") == 0) exited.insert(d->second);
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, kMonitorFile) == 0) reran.insert(d->second);
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, kNotifiedFile) == 0) grown.insert(d->second);
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "dropped") == 0)
           if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
+        if ((ev->mask & IN_CREATE) && tail_generation_of(ev->name) != 0) {
+          if (auto rec = records.find(d->second); rec != records.end() && !has_ended(rec->second.state))
+            watch_tail(d->second, ev->name);
+          grown.insert(d->second);
+        }
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "log") == 0) {
           if (auto rec = records.find(d->second); rec != records.end() && !has_ended(rec->second.state)) watch_log(rec->second);
           struct stat st {};  // written before its watch? (empty: no news)

@@ -1,5 +1,6 @@
 #include "supervisor/log_index.hpp"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -37,7 +38,37 @@ int pread_all(int fd, char* buf, std::size_t size, std::uint64_t off, std::size_
   return 0;
 }
 
+constexpr std::size_t idx(LogSelection s) { return static_cast<std::size_t>(s); }
+
 }  // namespace
+
+std::uint64_t tail_generation_of(const char* name) {
+  unsigned long long g = 0;
+  int used = 0;
+  if (std::sscanf(name, "tail-%llu.index%n", &g, &used) != 1 || name[used] != '\0' || std::strncmp(name, "tail-", 5) != 0)
+    return 0;
+  return g;
+}
+
+std::vector<std::uint64_t> tail_generations(const std::string& dir) {
+  std::vector<std::uint64_t> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (const dirent* e = ::readdir(d))
+    if (const std::uint64_t g = tail_generation_of(e->d_name)) out.push_back(g);
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+LogCaps log_caps(std::uint64_t log_max) {
+  LogCaps c;
+  c.head = std::max<std::uint64_t>(1, log_max / 2);
+  c.segment = std::max<std::uint64_t>(1, (log_max - std::min(log_max, c.head)) / 2);
+  return c;
+}
+
+std::uint64_t entry_cap(std::uint64_t part_bytes) { return std::max<std::uint64_t>(64, part_bytes / kIndexEntrySize); }
 
 std::string encode_index_header(std::uint64_t run_id) {
   std::string h(kIndexHeaderSize, '\0');
@@ -61,126 +92,295 @@ std::string encode_index_entry(const LogChunk& c) {
   return e;
 }
 
-LogIndex::LogIndex(LogIndex&& o) noexcept { *this = std::move(o); }
-
-LogIndex& LogIndex::operator=(LogIndex&& o) noexcept {
-  if (this == &o) return *this;
-  if (index_fd_ >= 0) ::close(index_fd_);
-  if (log_fd_ >= 0) ::close(log_fd_);
-  index_fd_ = std::exchange(o.index_fd_, -1);
-  log_fd_ = std::exchange(o.log_fd_, -1);
-  run_id_ = o.run_id_;
-  read_ = o.read_;
-  chunks_ = std::move(o.chunks_);
-  starts_ = std::move(o.starts_);
-  out_ = std::move(o.out_);
-  err_ = std::move(o.err_);
-  out_size_ = o.out_size_;
-  err_size_ = o.err_size_;
-  return *this;
+std::string encode_tail_header(const TailHeader& h) {
+  std::string s(kTailHeaderSize, '\0');
+  std::memcpy(s.data(), kTailMagic, sizeof kTailMagic);
+  const std::uint64_t fields[] = {h.run_id, h.generation, h.head_end, h.first_chunk, h.out_before, h.err_before, h.log_max};
+  for (std::size_t i = 0; i < 7; ++i) put_le(s.data() + 8 + 8 * i, fields[i], 8);
+  return s;
 }
 
-LogIndex::~LogIndex() {
-  if (index_fd_ >= 0) ::close(index_fd_);
-  if (log_fd_ >= 0) ::close(log_fd_);
+bool decode_tail_header(const char* p, std::size_t n, TailHeader* h) {
+  if (n < kTailHeaderSize || std::memcmp(p, kTailMagic, sizeof kTailMagic) != 0) return false;
+  std::uint64_t* fields[] = {&h->run_id, &h->generation, &h->head_end, &h->first_chunk, &h->out_before, &h->err_before, &h->log_max};
+  for (std::size_t i = 0; i < 7; ++i) *fields[i] = get_le(p + 8 + 8 * i, 8);
+  return true;
+}
+
+std::string tail_data_name(std::uint64_t generation) { return "tail-" + std::to_string(generation); }
+std::string tail_index_name(std::uint64_t generation) { return tail_data_name(generation) + ".index"; }
+
+std::optional<std::uint64_t> tail_dropped_bytes(const std::string& dir) {
+  for (const std::uint64_t g : tail_generations(dir)) {
+    UniqueFd fd(::open((dir + "/" + tail_index_name(g)).c_str(), O_RDONLY | O_CLOEXEC));
+    char buf[kTailHeaderSize];
+    std::size_t got = 0;
+    TailHeader h;
+    if (!fd || pread_all(fd.get(), buf, sizeof buf, 0, &got) != 0 || !decode_tail_header(buf, got, &h)) continue;
+    const std::uint64_t start = h.out_before + h.err_before;
+    return start > h.head_end ? start - h.head_end : 0;
+  }
+  return std::nullopt;
+}
+
+bool head_continued(const std::string& dir) {
+  UniqueFd fd(::open((dir + "/index").c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) return false;
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size < kIndexHeaderSize + kIndexEntrySize) return false;
+  const std::uint64_t last = kIndexHeaderSize + ((size - kIndexHeaderSize) / kIndexEntrySize - 1) * kIndexEntrySize;
+  char e[kIndexEntrySize];
+  std::size_t got = 0;
+  return pread_all(fd.get(), e, sizeof e, last, &got) == 0 && got == sizeof e &&
+         static_cast<LogStream>(e[20]) == LogStream::continued;
 }
 
 int LogIndex::open(const std::string& dir) {
   *this = LogIndex();
-  const int ifd = ::open((dir + "/index").c_str(), O_RDONLY | O_CLOEXEC);
-  if (ifd < 0) return errno;
+  UniqueFd ifd(::open((dir + "/index").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ifd) return errno;
   char h[kIndexHeaderSize];
   std::size_t got = 0;
-  int err = pread_all(ifd, h, sizeof h, 0, &got);
+  if (int err = pread_all(ifd.get(), h, sizeof h, 0, &got)) return err;
   // The monitor writes the header with one write before the log exists: a
   // short one is no index of ours.
-  if (err == 0 && (got != sizeof h || std::memcmp(h, kIndexMagic, sizeof kIndexMagic) != 0)) err = EBADMSG;
-  const int lfd = err == 0 ? ::open((dir + "/log").c_str(), O_RDONLY | O_CLOEXEC) : -1;
-  if (err == 0 && lfd < 0) err = errno;
-  if (err != 0) {
-    ::close(ifd);
-    return err;
-  }
-  index_fd_ = ifd;
-  log_fd_ = lfd;
+  if (got != sizeof h || std::memcmp(h, kIndexMagic, sizeof kIndexMagic) != 0) return EBADMSG;
+  UniqueFd lfd(::open((dir + "/log").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!lfd) return errno;
+  dir_ = dir;
   run_id_ = get_le(h + 8, 8);
-  read_ = kIndexHeaderSize;
+  Part head;
+  head.data = std::make_shared<const UniqueFd>(std::move(lfd));
+  head.index = std::move(ifd);
+  head.parsed = kIndexHeaderSize;
+  parts_.push_back(std::move(head));
   return refresh();
 }
 
-int LogIndex::refresh() {
-  if (index_fd_ < 0) return EBADF;
+int LogIndex::parse(Part& p) {
+  const bool head = p.generation == 0;
   char buf[kIndexEntrySize * 2730];
   for (;;) {
     std::size_t got = 0;
-    if (int err = pread_all(index_fd_, buf, sizeof buf, read_, &got)) return err;
+    if (int err = pread_all(p.index.get(), buf, sizeof buf, p.parsed, &got)) return err;
     const std::size_t whole = got / kIndexEntrySize;
     for (std::size_t i = 0; i < whole; ++i) {
-      const char* p = buf + i * kIndexEntrySize;
+      const char* e = buf + i * kIndexEntrySize;
       LogChunk c;
-      c.offset = get_le(p, 8);
-      c.time_us = static_cast<std::int64_t>(get_le(p + 8, 8));
-      c.length = static_cast<std::uint32_t>(get_le(p + 16, 4));
-      c.stream = static_cast<LogStream>(p[20]);
-      c.marker = static_cast<MarkerKind>(p[21]);
-      if (c.stream != LogStream::out && c.stream != LogStream::err && c.stream != LogStream::marker) continue;
-      const std::size_t n = chunks_.size();
-      starts_.push_back(c.stream == LogStream::err ? err_size_ : out_size_);
-      if (in_stream(c.stream, LogStream::out)) {
-        out_.push_back({out_size_, n});
-        out_size_ += c.length;
-      }
-      if (in_stream(c.stream, LogStream::err)) {
-        err_.push_back({err_size_, n});
-        err_size_ += c.length;
-      }
-      chunks_.push_back(c);
+      c.offset = get_le(e, 8);
+      c.time_us = static_cast<std::int64_t>(get_le(e + 8, 8));
+      c.length = static_cast<std::uint32_t>(get_le(e + 16, 4));
+      c.stream = static_cast<LogStream>(e[20]);
+      c.marker = static_cast<MarkerKind>(e[21]);
+      if (head && c.stream == LogStream::continued) tail_begun_ = true;
+      // log_max markers are an older build's, in the head only; restart
+      // markers may be anywhere; unknown values are skipped.
+      if (c.stream != LogStream::out && c.stream != LogStream::err &&
+          (c.stream != LogStream::marker || (!head && c.marker != MarkerKind::restart)))
+        continue;
+      At at = p.end;
+      at[idx(LogSelection::all)] = p.start[idx(LogSelection::all)] + c.offset;
+      const auto n = static_cast<std::uint32_t>(p.chunks.size());
+      for (const LogSelection s : {LogSelection::out, LogSelection::err})
+        if (in_selection(c.stream, s)) {
+          p.of_stream[idx(s)].push_back(n);
+          p.end[idx(s)] += c.length;
+        }
+      p.end[idx(LogSelection::all)] = at[idx(LogSelection::all)] + c.length;
+      p.chunks.push_back(c);
+      p.at.push_back(at);
     }
-    read_ += whole * kIndexEntrySize;
+    p.parsed += whole * kIndexEntrySize;
     if (got < sizeof buf) return 0;
   }
 }
 
-const std::vector<LogIndex::Prefix>& LogIndex::prefixes(LogStream stream) const {
-  return stream == LogStream::err ? err_ : out_;
+bool LogIndex::open_segment(std::uint64_t generation, bool* retry) {
+  UniqueFd ifd(::open((dir_ + "/" + tail_index_name(generation)).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ifd) return false;
+  char buf[kTailHeaderSize];
+  std::size_t got = 0;
+  TailHeader h;
+  if (pread_all(ifd.get(), buf, sizeof buf, 0, &got) != 0) return false;
+  if (!decode_tail_header(buf, got, &h)) {
+    // A header is written with one write just after the file is made.
+    if (got < kTailHeaderSize) {
+      *retry = true;
+      return false;
+    }
+    seen_generation_ = generation;  // not ours: skipped
+    return true;
+  }
+  seen_generation_ = generation;
+  UniqueFd dfd(::open((dir_ + "/" + tail_data_name(generation)).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!dfd || h.run_id != run_id_) return true;  // removed meanwhile (or not this run's)
+  Part p;
+  p.data = std::make_shared<const UniqueFd>(std::move(dfd));
+  p.index = std::move(ifd);
+  p.generation = generation;
+  p.first = h.first_chunk;
+  p.start = {h.out_before + h.err_before, h.out_before, h.err_before};
+  p.end = p.start;
+  p.parsed = kTailHeaderSize;
+  log_max_ = h.log_max;
+  parts_.push_back(std::move(p));
+  return true;
 }
 
-std::uint64_t LogIndex::stream_size(LogStream stream) const {
-  return stream == LogStream::err ? err_size_ : out_size_;
+void LogIndex::discover() {
+  bool retry = false;
+  // While one of ours is still there, newer ones are the next generations;
+  // else the folder says which there are.
+  if (parts_.size() > 1) {
+    while (open_segment(seen_generation_ + 1, &retry)) {
+    }
+    return;
+  }
+  for (const std::uint64_t g : tail_generations(dir_)) {
+    if (g <= seen_generation_) continue;
+    if (!open_segment(g, &retry) && retry) return;
+  }
 }
 
-int LogIndex::read_stream(LogStream stream, std::uint64_t off, std::size_t size, std::string* out) const {
+int LogIndex::refresh() {
+  if (parts_.empty()) return EBADF;
+  if (int err = parse(parts_[0])) return err;
+  if (!tail_begun_) return 0;
+  // Forget the segments the monitor removed (always the oldest first):
+  // their bytes count as dropped, and no disk space stays held for them.
+  while (parts_.size() > 1) {
+    struct stat st {};
+    if (::fstat(parts_[1].index.get(), &st) != 0 || st.st_nlink > 0) break;
+    parts_.erase(parts_.begin() + 1);
+  }
+  discover();
+  // Parsed after the discovery: a segment is complete once a newer one
+  // exists, so the segments read cover the output without a break.
+  for (std::size_t i = 1; i < parts_.size(); ++i)
+    if (int err = parse(parts_[i])) return err;
+  return 0;
+}
+
+std::uint64_t LogIndex::head_chunks() const { return parts_.empty() ? 0 : parts_[0].chunks.size(); }
+
+std::uint64_t LogIndex::kept_from() const { return parts_.size() > 1 ? parts_[1].first : head_chunks(); }
+
+std::uint64_t LogIndex::end() const {
+  if (parts_.empty()) return 0;
+  return parts_.back().first + parts_.back().chunks.size();
+}
+
+const LogChunk* LogIndex::chunk(std::uint64_t n) const {
+  for (const Part& p : parts_)
+    if (n >= p.first && n - p.first < p.chunks.size()) return &p.chunks[static_cast<std::size_t>(n - p.first)];
+  return nullptr;
+}
+
+std::uint64_t LogIndex::position(std::uint64_t n, LogSelection sel) const {
+  for (const Part& p : parts_)
+    if (n >= p.first && n - p.first < p.chunks.size()) return p.at[static_cast<std::size_t>(n - p.first)][idx(sel)];
+  return size(sel);
+}
+
+std::uint64_t LogIndex::size(LogSelection sel) const { return parts_.empty() ? 0 : parts_.back().end[idx(sel)]; }
+
+std::uint64_t LogIndex::head_size(LogSelection sel) const { return parts_.empty() ? 0 : parts_[0].end[idx(sel)]; }
+
+std::uint64_t LogIndex::kept_start(LogSelection sel) const {
+  return parts_.size() > 1 ? parts_[1].start[idx(sel)] : head_size(sel);
+}
+
+const LogIndex::Part* LogIndex::part_of(LogSelection sel, std::uint64_t off) const {
+  for (const Part& p : parts_)
+    if (off >= p.start[idx(sel)] && off < p.end[idx(sel)]) return &p;
+  return nullptr;
+}
+
+int LogIndex::read_part(const Part& p, LogSelection sel, std::uint64_t off, std::size_t size, std::string* out) const {
   out->clear();
-  const std::vector<Prefix>& pre = prefixes(stream);
-  // The last chunk that starts at or before `off`.
-  auto it = std::upper_bound(pre.begin(), pre.end(), off, [](std::uint64_t o, const Prefix& p) { return o < p.start; });
-  if (it == pre.begin()) return 0;
+  const int fd = p.data->get();
+  if (sel == LogSelection::all) {
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(size, p.end[0] - off));
+    out->resize(want);
+    std::size_t got = 0;
+    const int err = pread_all(fd, out->data(), want, off - p.start[0], &got);
+    out->resize(got);
+    return err;
+  }
+  const std::vector<std::uint32_t>& list = p.of_stream[idx(sel)];
+  // The last chunk of the stream that starts at or before `off`.
+  auto it = std::upper_bound(list.begin(), list.end(), off,
+                             [&](std::uint64_t o, std::uint32_t i) { return o < p.at[i][idx(sel)]; });
+  if (it == list.begin()) return 0;
   --it;
-  for (; it != pre.end() && out->size() < size; ++it) {
-    const LogChunk& c = chunks_[it->chunk];
-    const std::uint64_t skip = off > it->start ? off - it->start : 0;
+  for (; it != list.end() && out->size() < size; ++it) {
+    const LogChunk& c = p.chunks[*it];
+    const std::uint64_t begin = p.at[*it][idx(sel)];
+    const std::uint64_t skip = off > begin ? off - begin : 0;
     if (skip >= c.length) continue;
-    const std::size_t want = std::min<std::uint64_t>(c.length - skip, size - out->size());
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(c.length - skip, size - out->size()));
     const std::size_t at = out->size();
     out->resize(at + want);
     std::size_t got = 0;
-    if (int err = pread_all(log_fd_, out->data() + at, want, c.offset + skip, &got)) return err;
+    if (int err = pread_all(fd, out->data() + at, want, c.offset + skip, &got)) return err;
     out->resize(at + got);
-    if (got < want) break;  // the log holds less than the index says (the disk was full)
+    if (got < want) break;  // the file holds less than the index says (the disk was full)
   }
   return 0;
 }
 
-bool LogIndex::locate(LogStream stream, std::uint64_t off, std::uint64_t* log_off, std::uint64_t* contiguous) const {
-  const std::vector<Prefix>& pre = prefixes(stream);
-  auto it = std::upper_bound(pre.begin(), pre.end(), off, [](std::uint64_t o, const Prefix& p) { return o < p.start; });
-  if (it == pre.begin()) return false;
+int LogIndex::read(LogSelection sel, std::uint64_t off, std::size_t size, std::string* out) const {
+  out->clear();
+  std::string piece;
+  while (out->size() < size) {
+    const std::uint64_t at = off + out->size();
+    const Part* p = part_of(sel, at);
+    if (!p) break;
+    if (int err = read_part(*p, sel, at, size - out->size(), &piece)) return err;
+    if (piece.empty()) break;
+    out->append(piece);
+    if (at + piece.size() < p->end[idx(sel)] || p == &parts_.back() ||
+        (p + 1)->start[idx(sel)] != p->end[idx(sel)])
+      break;  // short (the disk was full), at the end, or at a break
+  }
+  return 0;
+}
+
+bool LogIndex::locate(LogSelection sel, std::uint64_t off, std::shared_ptr<const UniqueFd>* file,
+                      std::uint64_t* file_off, std::uint64_t* contiguous) const {
+  const Part* p = part_of(sel, off);
+  if (!p) return false;
+  *file = p->data;
+  if (sel == LogSelection::all) {
+    *file_off = off - p->start[0];
+    *contiguous = p->end[0] - off;
+    return true;
+  }
+  const std::vector<std::uint32_t>& list = p->of_stream[idx(sel)];
+  auto it = std::upper_bound(list.begin(), list.end(), off,
+                             [&](std::uint64_t o, std::uint32_t i) { return o < p->at[i][idx(sel)]; });
+  if (it == list.begin()) return false;
   --it;
-  const LogChunk& c = chunks_[it->chunk];
-  if (off - it->start >= c.length) return false;
-  *log_off = c.offset + (off - it->start);
-  *contiguous = c.length - (off - it->start);
+  const LogChunk& c = p->chunks[*it];
+  const std::uint64_t into = off - p->at[*it][idx(sel)];
+  if (into >= c.length) return false;
+  *file_off = c.offset + into;
+  *contiguous = c.length - into;
   return true;
+}
+
+const std::vector<LogChunk>& LogIndex::chunks() const {
+  static const std::vector<LogChunk> kNone;
+  return parts_.empty() ? kNone : parts_[0].chunks;
+}
+
+std::uint64_t LogIndex::stream_size(LogStream stream) const {
+  return size(stream == LogStream::err ? LogSelection::err : LogSelection::out);
+}
+
+int LogIndex::read_stream(LogStream stream, std::uint64_t off, std::size_t size, std::string* out) const {
+  return read(stream == LogStream::err ? LogSelection::err : LogSelection::out, off, size, out);
 }
 
 std::string iso_of_us(std::int64_t us) {

@@ -10,8 +10,8 @@ namespace sup {
 /// Default of SupervisorOptions::log_max: 2 GiB, so a 1 GiB capture is untouched.
 inline constexpr std::uint64_t kDefaultLogMax = std::uint64_t{2} << 30;
 
-/// Bytes of output the monitor of RECORD_DIR drained and did not keep
-/// (the size of RECORD_DIR/dropped); nullopt when it kept everything.
+/// Bytes of output the monitor of RECORD_DIR drained and no longer keeps
+/// (RECORD_DIR/dropped exists); nullopt when it kept everything.
 std::optional<std::uint64_t> dropped_bytes(const std::string& record_dir);
 
 }  // namespace sup

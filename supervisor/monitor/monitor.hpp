@@ -50,7 +50,7 @@ struct Stream {
 };
 
 // Moves output from the streams' pipes into `log` and `index` (see
-// relay.cpp), keeping the first log_max bytes and counting the rest.
+// relay.cpp); past half of log_max, into the tail segments it rotates.
 class Relay {
  public:
   enum class Result { moved, empty, closed };
@@ -58,12 +58,16 @@ class Relay {
   // `index` and `log` are created in dirfd by open_log(), or at the first
   // output. log_max: bytes kept, 0 = no limit.
   Relay(int dirfd, uint64_t log_max, Stream& out, Stream& err);
+  ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
   // Creates `log` (done after the start's report; else at the first output).
   bool open_log();
   // One read of s.pipe, written out. Closes s.pipe at EOF.
   Result pump(Stream& s);
   // Reads until s.pipe is empty or at EOF (bounded).
   void drain(Stream& s);
+  // Bytes of output dropped by log_max (read and not kept).
   uint64_t dropped() const { return dropped_; }
   // A line of sbxfs's own between two runs (restart policy): a marker chunk
   // of kind restart. `text` holds no newline.
@@ -72,26 +76,57 @@ class Relay {
   uint64_t log_lost() const { return log_lost_; }
 
  private:
-  // Writes buf to the log and indexes what reached it.
-  void append(sup::LogStream stream, const char* buf, size_t len, int64_t time_us,
-              sup::MarkerKind kind = sup::MarkerKind::log_max);
+  // Where output goes: the head (`log`, `index`) or a tail segment.
+  struct Part {
+    int data = -1, index = -1;
+    uint64_t generation = 0;  // 0: the head
+    uint64_t bytes = 0;       // in its data file
+    uint64_t entries = 0;     // in its index
+    uint64_t start = 0;       // position of its first byte in the whole output
+  };
+
+  // The bytes of one read: to the head while it has room, then the tail.
+  // A marker chunk says its kind (a restart's).
+  void keep(sup::LogStream stream, const char* buf, size_t len, int64_t time_us,
+            sup::MarkerKind kind = sup::MarkerKind::log_max);
+  void keep_in_tail(sup::LogStream stream, const char* buf, size_t len, int64_t time_us, sup::MarkerKind kind);
+  // Writes buf to the part's data file and indexes what reached it; returns that.
+  uint64_t append(Part& p, sup::LogStream stream, const char* buf, size_t len, int64_t time_us,
+                  sup::MarkerKind kind = sup::MarkerKind::log_max);
+  // The whole output's position: markers count once, and in each stream's.
+  uint64_t whole_pos() const { return out_pos_ + err_pos_ + marks_; }
+  // Bytes part p may still take, given its cap.
+  uint64_t room(const Part& p, uint64_t cap) const;
+  // A new tail segment; false (and nothing changed) when it cannot be made.
+  bool rotate(int64_t time_us);
+  // `len` bytes a newer segment would push out before this read ends:
+  // counted as dropped, never written.
+  void skip(sup::LogStream stream, size_t len);
+  void remove_oldest();
+  void count_dropped();
   void grow(Stream& s);
-  void mark(int64_t time_us);
-  void count_dropped(size_t n, int64_t time_us);
   void note(int* state, const char* name, int err);
 
   int dirfd_;
-  int logfd_ = -1;
-  int indexfd_ = -1;
-  int index_state_ = 0;    // errno of the last write to index
-  uint64_t log_end_ = 0;   // bytes in log (the markers too)
-  char last_byte_ = '\n';  // the log's last byte
   uint64_t log_max_;
+  sup::LogCaps caps_;
   Stream &out_, &err_;
-  uint64_t kept_ = 0;     // bytes in log, the marker not counted
-  uint64_t dropped_ = 0;  // bytes past log_max, drained and not kept
-  int dropped_fd_ = -1;   // "dropped", created at the first dropped byte
-  int log_state_ = 0;     // errno of the last write to log
+  Part head_;              // log and index (data/index -1 until made)
+  Part tail_[3];           // the tail segments kept, oldest first (a third while one is made)
+  int tails_ = 0;
+  bool head_done_ = false;  // the tail has begun
+  uint64_t run_id_ = 0;
+  uint64_t generation_ = 0;  // of the newest segment made
+  uint64_t chunks_ = 0;      // chunks numbered so far (the dropped ones too)
+  uint64_t out_pos_ = 0, err_pos_ = 0;  // bytes of each stream so far (the dropped ones too), markers apart
+  uint64_t marks_ = 0;       // bytes of marker lines (restarts), which readers count in both streams
+  char last_byte_ = '\n';    // the last byte kept: a marker goes on a line of its own
+  uint64_t head_end_ = 0;    // bytes in the head, once the tail has begun
+  int index_state_ = 0;      // errno of the last write to an index
+  int log_state_ = 0;        // errno of the last write to a data file
+  int tail_state_ = 0;       // errno of the last attempt to make a segment
+  uint64_t dropped_ = 0;     // bytes past log_max no longer kept
+  int dropped_fd_ = -1;      // "dropped", created at the first dropped byte
   uint64_t log_lost_ = 0;
 };
 

@@ -16,10 +16,16 @@
 // bench/RESULTS.md), the index first, so that the daemon, which watches the
 // index of a record that has one, finds it when the log appears.
 //
-// The log keeps the first log_max bytes of output; past that, stdout and
-// stderr are still drained (the command never blocks on a full pipe) and
-// counted, not kept: `dropped` is created and its size (a sparse file, no
-// blocks) is the count; the log gets one marker line (a marker chunk).
+// Past log_max (supervisor/FORMAT.md, "The tail"): the head (`log`,
+// `index`) keeps the first half of log_max, then the output goes to tail
+// segments `tail-G` + `tail-G.index`, each up to a quarter; when a third
+// begins, the oldest is removed (its index first). So the state directory
+// holds about log_max of output per command whatever the command prints,
+// each byte is still written once, and every file is at any moment a
+// prefix of what it will be: a monitor killed anywhere leaves a coherent
+// record. `dropped` is created at the first byte dropped and kept at the
+// size of the count (a sparse file, no blocks). The cost is per read, never
+// per byte: a comparison, and a rotation per quarter of log_max.
 #include "monitor.hpp"
 
 #include <errno.h>
@@ -51,13 +57,22 @@ char g_buf[kChunk];
 }  // namespace
 
 Relay::Relay(int dirfd, uint64_t log_max, Stream& out, Stream& err)
-    : dirfd_(dirfd), log_max_(log_max), out_(out), err_(err) {}
+    : dirfd_(dirfd), log_max_(log_max), caps_(sup::log_caps(log_max)), out_(out), err_(err) {}
+
+Relay::~Relay() {
+  for (int fd : {head_.data, head_.index, dropped_fd_})
+    if (fd >= 0) ::close(fd);
+  for (int i = 0; i < tails_; ++i) {
+    ::close(tail_[i].data);
+    ::close(tail_[i].index);
+  }
+}
 
 bool Relay::open_log() {
-  if (logfd_ >= 0) return true;
-  if (indexfd_ < 0) {
-    indexfd_ = ::openat(dirfd_, "index", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-    if (indexfd_ < 0) {
+  if (head_.data >= 0) return true;
+  if (head_.index < 0) {
+    head_.index = ::openat(dirfd_, "index", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (head_.index < 0) {
       note(&index_state_, "index", errno);  // tried again at the next chunk
       return false;
     }
@@ -65,14 +80,14 @@ bool Relay::open_log() {
     // run are refused by the next.
     struct timespec now {};
     ::clock_gettime(CLOCK_REALTIME, &now);
-    const uint64_t run = (static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec)) ^
-                         (static_cast<uint64_t>(::getpid()) << 40);
-    const std::string header = sup::encode_index_header(run);
-    note(&index_state_, "index", write_all(indexfd_, header.data(), header.size()));
+    run_id_ = (static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec)) ^
+              (static_cast<uint64_t>(::getpid()) << 40);
+    const std::string header = sup::encode_index_header(run_id_);
+    note(&index_state_, "index", write_all(head_.index, header.data(), header.size()));
   }
-  logfd_ = ::openat(dirfd_, "log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-  if (logfd_ < 0) note(&log_state_, "log", errno);  // tried again at the next chunk
-  return logfd_ >= 0;
+  head_.data = ::openat(dirfd_, "log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (head_.data < 0) note(&log_state_, "log", errno);  // tried again at the next chunk
+  return head_.data >= 0;
 }
 
 void Relay::note(int* state, const char* name, int err) {
@@ -87,31 +102,38 @@ void Relay::grow(Stream& s) {
   if (size < 0) diag("%s: cannot grow the pipe: %s", s.name, ::strerror(errno));
 }
 
-void Relay::append(sup::LogStream stream, const char* buf, size_t len, int64_t time_us, sup::MarkerKind kind) {
-  int err = open_log() ? write_all(logfd_, buf, len) : log_state_;
+uint64_t Relay::append(Part& p, sup::LogStream stream, const char* buf, size_t len, int64_t time_us,
+                       sup::MarkerKind kind) {
+  const bool head = p.generation == 0;
+  if (head) (void)open_log();
+  int err = p.data < 0 ? (log_state_ != 0 ? log_state_ : EBADF) : write_all(p.data, buf, len);
   uint64_t wrote = len;
   if (err != 0) {
-    // What did reach the log is indexed, so that later chunks stay in place.
-    const off_t end = ::lseek(logfd_, 0, SEEK_END);
-    wrote = end > static_cast<off_t>(log_end_) ? static_cast<uint64_t>(end) - log_end_ : 0;
+    // What did reach the file is indexed, so that later chunks stay in place.
+    const off_t end = p.data >= 0 ? ::lseek(p.data, 0, SEEK_END) : -1;
+    wrote = end > static_cast<off_t>(p.bytes) ? static_cast<uint64_t>(end) - p.bytes : 0;
     log_lost_ += len - wrote;  // outputLost: the disk was full
   }
-  note(&log_state_, "log", err);
-  if (wrote == 0) return;
+  note(&log_state_, head ? "log" : "a tail segment", err);
+  if (wrote == 0) return 0;
   char entry[sup::kIndexEntrySize];
-  sup::encode_index_entry({log_end_, time_us, static_cast<uint32_t>(wrote), stream, kind}, entry);
-  log_end_ += wrote;
+  sup::LogChunk chunk{p.bytes, time_us, static_cast<uint32_t>(wrote), stream};
+  chunk.marker = kind;
+  sup::encode_index_entry(chunk, entry);
+  p.bytes += wrote;
+  ++p.entries;
+  ++chunks_;
+  if (stream == sup::LogStream::marker) marks_ += wrote;
+  else (stream == sup::LogStream::err ? err_pos_ : out_pos_) += wrote;
   last_byte_ = buf[wrote - 1];
-  note(&index_state_, "index", write_all(indexfd_, entry, sizeof entry));
+  note(&index_state_, "index", write_all(p.index, entry, sizeof entry));
+  return wrote;
 }
 
-void Relay::mark(int64_t time_us) {
-  // On a line of its own: a newline first unless the kept bytes end with one.
-  char line[256];
-  int len = snprintf(line, sizeof line,
-                     "%s[sbxfs: log_max (%llu bytes) reached: later output is counted in droppedBytes, not kept]\n",
-                     last_byte_ == '\n' ? "" : "\n", static_cast<unsigned long long>(log_max_));
-  if (len > 0) append(sup::LogStream::marker, line, static_cast<size_t>(len), time_us);
+uint64_t Relay::room(const Part& p, uint64_t cap) const {
+  // The index is capped too, so that tiny reads cannot make it outgrow its bytes.
+  if (p.entries >= sup::entry_cap(cap)) return 0;
+  return cap > p.bytes ? cap - p.bytes : 0;
 }
 
 void Relay::restart_marker(const std::string& text) {
@@ -119,13 +141,120 @@ void Relay::restart_marker(const std::string& text) {
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const std::string line = (last_byte_ == '\n' ? "" : "\n") + text + "\n";
-  append(sup::LogStream::marker, line.data(), line.size(),
-         static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000, sup::MarkerKind::restart);
+  keep(sup::LogStream::marker, line.data(), line.size(),
+       static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000, sup::MarkerKind::restart);
 }
 
-void Relay::count_dropped(size_t n, int64_t time_us) {
-  if (dropped_ == 0) mark(time_us);
-  dropped_ += n;
+void Relay::keep(sup::LogStream stream, const char* buf, size_t len, int64_t time_us, sup::MarkerKind kind) {
+  if (log_max_ == 0) {
+    append(head_, stream, buf, len, time_us, kind);
+    return;
+  }
+  if (!head_done_) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(len, room(head_, caps_.head)));
+    if (n > 0) {
+      if (append(head_, stream, buf, n, time_us, kind) < n) {
+        log_lost_ += len - n;  // the head could not take it: nor the rest
+        return;
+      }
+      buf += n;
+      len -= n;
+    }
+    if (len == 0) return;
+    // The head is complete: say so at its end, where readers look.
+    head_done_ = true;
+    head_end_ = whole_pos();
+    char entry[sup::kIndexEntrySize];
+    sup::encode_index_entry({head_.bytes, time_us, 0, sup::LogStream::continued}, entry);
+    note(&index_state_, "index", write_all(head_.index, entry, sizeof entry));
+  }
+  keep_in_tail(stream, buf, len, time_us, kind);
+}
+
+void Relay::keep_in_tail(sup::LogStream stream, const char* buf, size_t len, int64_t time_us,
+                         sup::MarkerKind kind) {
+  const uint64_t cap = caps_.segment;
+  while (len > 0) {
+    if (tails_ == 0 || room(tail_[tails_ - 1], cap) == 0) {
+      // Two more segments follow one made now before this read ends, so it
+      // would be removed at once: its bytes are dropped unwritten.
+      if (len > 2 * cap) {
+        skip(stream, static_cast<size_t>(cap));
+        buf += cap;
+        len -= static_cast<size_t>(cap);
+        continue;
+      }
+      if (!rotate(time_us)) {
+        log_lost_ += len;
+        return;
+      }
+    }
+    Part& cur = tail_[tails_ - 1];
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(len, room(cur, cap)));
+    if (append(cur, stream, buf, n, time_us, kind) < n) {
+      log_lost_ += len - n;
+      return;
+    }
+    buf += n;
+    len -= n;
+  }
+}
+
+bool Relay::rotate(int64_t) {
+  Part p;
+  p.generation = generation_ + 1;
+  p.start = whole_pos();
+  const std::string data = sup::tail_data_name(p.generation), index = sup::tail_index_name(p.generation);
+  p.data = ::openat(dirfd_, data.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  int err = p.data < 0 ? errno : 0;
+  if (err == 0) {
+    p.index = ::openat(dirfd_, index.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (p.index < 0) err = errno;
+  }
+  if (err == 0) {
+    const std::string header = sup::encode_tail_header(
+        {run_id_, p.generation, head_end_, chunks_, out_pos_ + marks_, err_pos_ + marks_, log_max_});
+    err = write_all(p.index, header.data(), header.size());
+  }
+  note(&tail_state_, "a tail segment", err);
+  if (err != 0) {
+    for (int fd : {p.data, p.index})
+      if (fd >= 0) ::close(fd);
+    ::unlinkat(dirfd_, index.c_str(), 0);
+    ::unlinkat(dirfd_, data.c_str(), 0);
+    return false;
+  }
+  generation_ = p.generation;
+  tail_[tails_++] = p;
+  while (tails_ > 2) remove_oldest();
+  count_dropped();
+  return true;
+}
+
+void Relay::skip(sup::LogStream stream, size_t len) {
+  // The segments kept so far would be pushed out by the same newer ones.
+  while (tails_ > 0) remove_oldest();
+  (stream == sup::LogStream::err ? err_pos_ : out_pos_) += len;
+  ++chunks_;  // a number of its own, so that the gap shows in the cursors
+  count_dropped();
+}
+
+void Relay::remove_oldest() {
+  const Part p = tail_[0];
+  // The index first: readers find a segment by its index.
+  ::unlinkat(dirfd_, sup::tail_index_name(p.generation).c_str(), 0);
+  ::unlinkat(dirfd_, sup::tail_data_name(p.generation).c_str(), 0);
+  ::close(p.index);
+  ::close(p.data);
+  for (int i = 1; i < tails_; ++i) tail_[i - 1] = tail_[i];
+  --tails_;
+}
+
+void Relay::count_dropped() {
+  const uint64_t kept_from = tails_ > 0 ? tail_[0].start : whole_pos();
+  const uint64_t gone = kept_from - head_end_;
+  if (gone == dropped_) return;
+  dropped_ = gone;
   if (dropped_fd_ < 0) {
     dropped_fd_ = ::openat(dirfd_, "dropped", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if (dropped_fd_ < 0) diag("cannot create dropped: %s", ::strerror(errno));
@@ -150,10 +279,7 @@ Relay::Result Relay::pump(Stream& s) {
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const int64_t time_us = static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
-  const size_t keep = log_max_ == 0 ? len : static_cast<size_t>(std::min<uint64_t>(len, log_max_ - kept_));
-  if (keep > 0) append(&s == &err_ ? sup::LogStream::err : sup::LogStream::out, g_buf, keep, time_us);
-  kept_ += keep;
-  if (keep < len) count_dropped(len - keep, time_us);
+  keep(&s == &err_ ? sup::LogStream::err : sup::LogStream::out, g_buf, len, time_us);
   return Result::moved;
 }
 

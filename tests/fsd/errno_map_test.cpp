@@ -16,6 +16,7 @@ constexpr sup::Errc kEvery[] = {
     sup::Errc::name_too_long,    sup::Errc::try_again,      sup::Errc::too_many_files,  sup::Errc::no_such_process,
     sup::Errc::io_error,         sup::Errc::no_space,       sup::Errc::interrupted,     sup::Errc::timed_out,
     sup::Errc::broken_pipe,
+    sup::Errc::no_data,
 };
 
 TEST(ErrnoMap, NamesAgreeWithTheSupervisors) {

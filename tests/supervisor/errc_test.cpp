@@ -17,7 +17,7 @@ constexpr Errc kAll[] = {Errc::invalid_argument, Errc::not_found,     Errc::not_
                          Errc::not_a_program,    Errc::already_exists, Errc::busy,            Errc::too_big,
                          Errc::name_too_long,    Errc::try_again,      Errc::too_many_files,  Errc::no_such_process,
                          Errc::io_error,         Errc::no_space,       Errc::interrupted,     Errc::timed_out,
-                         Errc::broken_pipe};
+                         Errc::broken_pipe, Errc::no_data};
 
 TEST(ErrcTable, NameIsTheNameOfItsErrno) {
   for (Errc c : kAll) {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "supervisor/log_view.hpp"
 #include "supervisor/monitor_launcher.hpp"
 #include "test_util.hpp"
 
@@ -92,17 +93,18 @@ TEST_F(LauncherTest, EachByteIsWrittenOnceAndIndexed) {
   EXPECT_EQ(read_file(d + "/index").size(), sup::kIndexHeaderSize + index.chunks().size() * sup::kIndexEntrySize);
 }
 
-// stderr alone, past log_max: one marker, in the log and so in stderr.
+// stderr alone, past log_max: one marker, in the log and so in stderr, then its latest bytes.
 TEST_F(LauncherTest, AStreamPastLogMaxHasOneMarker) {
   sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
   auto l = job("m", {"/bin/sh", "-c", "head -c 3000 /dev/zero | tr '\\0' x >&2"});
   l.log_max = 1000;
   SBX_ASSERT_OK(launch(launcher, l));
   ASSERT_TRUE(exit_of("m"));
-  const std::string log = read_file(tmp_ / "m/log");
-  EXPECT_EQ(log, read_stream(tmp_ / "m/stderr"));
-  EXPECT_EQ(log.rfind(std::string(1000, 'x') + "\n[sbxfs: log_max (1000 bytes) reached", 0), 0u) << log;
+  const std::string log = sup::log_view_end(tmp_ / "m", sup::LogSelection::all, SIZE_MAX, {}).value_or("");
+  EXPECT_EQ(log, sup::log_view_end(tmp_ / "m", sup::LogSelection::err, SIZE_MAX, {}).value_or(""));
+  EXPECT_EQ(log.rfind(std::string(500, 'x') + "\n[sbxfs: log_max (1000 bytes) reached", 0), 0u) << log;
   EXPECT_EQ(log.find("[sbxfs"), log.rfind("[sbxfs")) << log;
+  EXPECT_TRUE(log.ends_with("xxx")) << log;
   EXPECT_FALSE(file_exists(tmp_ / "m/stdout"));
 }
 

@@ -43,17 +43,19 @@ TEST_F(LogIndexTest, StreamsAreTheirChunksInOrder) {
   EXPECT_EQ(idx.chunks()[1].offset, 3u);
   EXPECT_EQ(idx.chunks()[2].time_us, 30);
   EXPECT_EQ(idx.stream_size(LogStream::out), 6u);
-  EXPECT_EQ(idx.chunk_start(2), 3u);
+  EXPECT_EQ(idx.position(2, sup::LogSelection::out), 3u);
   EXPECT_EQ(all_of(idx, LogStream::out), "o1\no2\n");
   std::string s;
   ASSERT_EQ(idx.read_stream(LogStream::out, 2, 2, &s), 0);
   EXPECT_EQ(s, "\no");
   EXPECT_EQ(all_of(idx, LogStream::err), "e1\n");
   std::uint64_t at = 0, run = 0;
-  ASSERT_TRUE(idx.locate(LogStream::out, 4, &at, &run));
+  std::shared_ptr<const sup::UniqueFd> file;
+  ASSERT_TRUE(idx.locate(sup::LogSelection::out, 4, &file, &at, &run));
   EXPECT_EQ(at, 7u);
   EXPECT_EQ(run, 2u);
-  EXPECT_FALSE(idx.locate(LogStream::out, 6, &at, &run));
+  EXPECT_EQ(file->get(), idx.log_fd());
+  EXPECT_FALSE(idx.locate(sup::LogSelection::out, 6, &file, &at, &run));
 }
 
 TEST_F(LogIndexTest, ATornEntryWaitsForTheRest) {

@@ -1,16 +1,47 @@
-// log_max: the log keeps the first bytes of output, one marker line, and
-// the monitor drains and counts the rest without stalling the command.
+// log_max: the log keeps the first half of log_max and the latest output up
+// to the other half (tail segments the monitor rotates), the monitor drains
+// the rest without stalling the command and counts what is gone.
+#include <dirent.h>
+
+#include <algorithm>
+
+#include "supervisor/log_view.hpp"
 #include "tests/supervisor/test_util.hpp"
 
 namespace {
 
 using namespace sbxtest;
+using sup::LogSelection;
 
-constexpr std::uint64_t kCap = 1000;
+constexpr std::uint64_t kCap = 1000;  // a head of 500, segments of 250
 
 std::string marker(bool after_newline) {
-  return std::string(after_newline ? "" : "\n") +
-         "[sbxfs: log_max (1000 bytes) reached: later output is counted in droppedBytes, not kept]\n";
+  return std::string(after_newline ? "" : "\n") + sup::log_marker_line(kCap);
+}
+
+std::string view(const std::string& dir, LogSelection sel) {
+  return sup::log_view_end(dir, sel, SIZE_MAX, {}).value_or("(no index)");
+}
+
+/// Bytes of output kept after the head, as the index says.
+std::uint64_t kept_in_tail(const std::string& dir) {
+  sup::LogIndex idx;
+  EXPECT_EQ(idx.open(dir), 0);
+  return idx.size(LogSelection::all) - idx.kept_start(LogSelection::all);
+}
+
+/// Bytes of the files the record's log takes in the state directory.
+std::uint64_t log_files_size(const std::string& dir) {
+  std::uint64_t total = 0;
+  DIR* d = ::opendir(dir.c_str());
+  while (const dirent* e = d ? ::readdir(d) : nullptr) {
+    const std::string name = e->d_name;
+    struct stat st {};
+    if ((name == "log" || name == "index" || name.starts_with("tail-")) && ::stat((dir + "/" + name).c_str(), &st) == 0)
+      total += static_cast<std::uint64_t>(st.st_size);
+  }
+  if (d) ::closedir(d);
+  return total;
 }
 
 class LogLimitTest : public SupervisorTest {
@@ -21,7 +52,7 @@ class LogLimitTest : public SupervisorTest {
   }
 };
 
-TEST_F(LogLimitTest, KeepsTheFirstBytesAndCountsTheRest) {
+TEST_F(LogLimitTest, KeepsTheHeadAndTheLatestOutputAndCountsWhatIsGone) {
   // 300 000 bytes through a pipe that holds 64 KiB: the command only ends
   // if the monitor keeps draining past the cap.
   auto r = sup_->start(shell("head -c 300000 /dev/zero | tr '\\0' a; printf E >&2"));
@@ -29,16 +60,26 @@ TEST_F(LogLimitTest, KeepsTheFirstBytesAndCountsTheRest) {
   auto st = wait_ended(r->bg_id, 20000ms);
   ASSERT_TRUE(st);
   EXPECT_EQ(st->exit_code, 0);
+  const std::string dir = record_dir(r->bg_id);
+  const std::uint64_t kept = kept_in_tail(dir);
+  EXPECT_GE(kept, kCap / 4);
+  EXPECT_LE(kept, kCap / 2);
   EXPECT_TRUE(st->truncated);
-  EXPECT_EQ(st->dropped_bytes, 300001 - kCap);
-  const std::string kept(kCap, 'a');
-  EXPECT_EQ(read_file(st->log_file), kept + marker(false));
-  EXPECT_EQ(read_stream(st->stdout_file), kept + marker(false));
-  // The marker is in both streams views, as the log has it.
-  EXPECT_EQ(read_stream(st->stderr_file), marker(false)) << "stderr lost its only byte";
+  EXPECT_EQ(st->dropped_bytes, 300001 - kCap / 2 - kept);
+  EXPECT_EQ(read_file(st->log_file), std::string(kCap / 2, 'a')) << "the head stays in log";
+  // The monitor reads the two pipes in any order: the E is among the last bytes.
+  const std::string all = view(dir, LogSelection::all), head = std::string(kCap / 2, 'a') + marker(false);
+  ASSERT_TRUE(all.starts_with(head)) << all.substr(0, 600);
+  std::string tail = all.substr(head.size());
+  EXPECT_EQ(tail.size(), kept);
+  EXPECT_EQ(std::count(tail.begin(), tail.end(), 'E'), 1) << tail;
+  EXPECT_EQ(std::count(tail.begin(), tail.end(), 'a'), static_cast<std::ptrdiff_t>(kept - 1)) << tail;
+  EXPECT_EQ(view(dir, LogSelection::out), head + std::string(kept - 1, 'a'));
+  EXPECT_EQ(view(dir, LogSelection::err), "E") << "stderr lost nothing: no marker in it";
+  EXPECT_LE(log_files_size(dir), kCap + 4 * 1024) << "about log_max on disk";
   const nlohmann::json j = st->to_json();
   EXPECT_EQ(j.value("truncated", false), true) << j.dump();
-  EXPECT_EQ(j.value("droppedBytes", 0u), 300001 - kCap) << j.dump();
+  EXPECT_EQ(j.value("droppedBytes", 0u), st->dropped_bytes) << j.dump();
 }
 
 TEST_F(LogLimitTest, ExactlyTheCapIsNotTruncated) {
@@ -48,7 +89,7 @@ TEST_F(LogLimitTest, ExactlyTheCapIsNotTruncated) {
   ASSERT_TRUE(st);
   EXPECT_FALSE(st->truncated);
   EXPECT_EQ(st->dropped_bytes, 0u);
-  EXPECT_EQ(read_file(st->log_file), std::string(kCap, '\0'));
+  EXPECT_EQ(view(record_dir(r->bg_id), LogSelection::all), std::string(kCap, '\0')) << "head and tail, no gap";
   EXPECT_FALSE(file_exists(record_dir(r->bg_id) + "/dropped"));
   EXPECT_EQ(st->to_json().value("truncated", true), false);
 }
@@ -57,12 +98,16 @@ TEST_F(LogLimitTest, TruncationShowsWhileRunningAndAfterARestart) {
   auto r = sup_->start(shell("printf 'line\\n'; head -c 5000 /dev/zero; exec sleep 30"));
   SBX_ASSERT_OK(r);
   const std::string id = r->bg_id;
+  const std::string dir = record_dir(id);
   auto dropped = [&] {
     auto st = sup_->status(id);
-    return st && st->running && st->truncated && st->dropped_bytes == 5005 - kCap;
+    // All 5005 bytes are in: what is kept after the head, and what is gone.
+    sup::LogIndex idx;
+    return st && st->running && st->truncated && idx.open(dir) == 0 && idx.size(LogSelection::all) == 5005 &&
+           st->dropped_bytes == 5005 - kCap / 2 - kept_in_tail(dir);
   };
   ASSERT_TRUE(wait_until(dropped, 5000ms)) << "a running command's status shows what was dropped";
-  EXPECT_EQ(read_file(record_dir(id) + "/log"), "line\n" + std::string(kCap - 5, '\0') + marker(false));
+  EXPECT_EQ(read_file(dir + "/log"), "line\n" + std::string(kCap / 2 - 5, '\0'));
 
   reopen();
   ASSERT_TRUE(wait_until(dropped, 5000ms)) << "and so does the next supervisor's";
@@ -70,7 +115,25 @@ TEST_F(LogLimitTest, TruncationShowsWhileRunningAndAfterARestart) {
   auto st = wait_ended(id, 10000ms);
   ASSERT_TRUE(st);
   EXPECT_TRUE(st->truncated);
-  EXPECT_EQ(st->dropped_bytes, 5005 - kCap);
+  EXPECT_EQ(st->dropped_bytes, 5005 - kCap / 2 - kept_in_tail(dir));
+}
+
+TEST_F(LogLimitTest, FiftyTimesTheCapStaysBoundedOnDisk) {
+  // Many small reads too: the index is capped with its bytes.
+  auto r = sup_->start(shell("i=0; while [ $i -lt 5000 ]; do echo \"line $i\"; i=$((i+1)); done"));
+  SBX_ASSERT_OK(r);
+  auto st = wait_ended(r->bg_id, 30000ms);
+  ASSERT_TRUE(st);
+  const std::string dir = record_dir(r->bg_id);
+  EXPECT_TRUE(st->truncated);
+  // Each part's index holds at most entry_cap() entries.
+  const std::uint64_t indexes = sup::kIndexHeaderSize + sup::kIndexEntrySize * (sup::entry_cap(kCap / 2) + 1) +
+                                2 * (sup::kTailHeaderSize + sup::kIndexEntrySize * sup::entry_cap(kCap / 4));
+  EXPECT_LE(log_files_size(dir), kCap + indexes);
+  const std::string v = view(dir, LogSelection::all);
+  EXPECT_TRUE(v.starts_with("line 0\nline 1\n")) << v.substr(0, 100);
+  EXPECT_TRUE(v.ends_with("line 4998\nline 4999\n")) << v.substr(v.size() > 100 ? v.size() - 100 : 0);
+  EXPECT_NE(v.find(sup::log_marker_line(kCap)), std::string::npos);
 }
 
 }  // namespace

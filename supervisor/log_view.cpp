@@ -1,0 +1,189 @@
+#include "supervisor/log_view.hpp"
+
+#include <errno.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "supervisor/secrets.hpp"
+
+namespace sup {
+
+namespace {
+
+constexpr std::uint64_t kOpen = std::numeric_limits<std::uint64_t>::max();  // a last piece runs on
+
+/// Masks the first bytes of `b` that end a secret (its start was dropped).
+void mask_secret_ends(std::string& b, const std::vector<std::string>& secrets) {
+  for (const std::string& s : secrets)
+    for (std::size_t k = std::min(s.size() - 1, b.size()); k > 0; --k)
+      if (b.compare(0, k, s, s.size() - k, k) == 0) {
+        std::fill(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(k), '*');
+        break;
+      }
+}
+
+/// Masks the last bytes of `b` that begin a secret (its end was dropped).
+void mask_secret_starts(std::string& b, const std::vector<std::string>& secrets) {
+  for (const std::string& s : secrets)
+    for (std::size_t k = std::min(s.size() - 1, b.size()); k > 0; --k)
+      if (b.compare(b.size() - k, k, s, 0, k) == 0) {
+        std::fill(b.end() - static_cast<std::ptrdiff_t>(k), b.end(), '*');
+        break;
+      }
+}
+
+}  // namespace
+
+void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap) {
+  std::vector<std::string> real;
+  for (const std::string& s : secrets)
+    if (!s.empty()) real.push_back(s);
+  if (after_gap) mask_secret_ends(bytes, real);
+  if (before_gap) mask_secret_starts(bytes, real);
+}
+
+std::string log_marker_line(std::uint64_t log_max) {
+  return "[sbxfs: log_max (" + std::to_string(log_max) +
+         " bytes) reached: output dropped here is counted in droppedBytes; the latest output follows]\n";
+}
+
+LogView::LogView(LogSelection sel, std::vector<std::string> secrets, Masking masking)
+    : sel_(sel), masking_(masking), secrets_(std::move(secrets)) {
+  std::erase_if(secrets_, [](const std::string& s) { return s.empty(); });
+  for (const auto& s : secrets_) reach_ = std::max(reach_, s.size() - 1);
+  pieces_.push_back(Piece{});
+}
+
+std::size_t LogView::piece_at(std::uint64_t off) const {
+  auto it = std::upper_bound(pieces_.begin(), pieces_.end(), off,
+                             [](std::uint64_t o, const Piece& p) { return o < p.view; });
+  return static_cast<std::size_t>(it - pieces_.begin()) - 1;
+}
+
+std::uint64_t LogView::piece_end(std::size_t i) const { return i + 1 < pieces_.size() ? pieces_[i + 1].view : kOpen; }
+
+void LogView::settle(const LogIndex& index) {
+  if (!index.tail_begun()) return;  // nothing is dropped before the tail begins
+  const std::uint64_t head_end = index.head_size(sel_), kept = index.kept_start(sel_);
+  Piece& last = pieces_.back();  // always output: a marker is followed by what was kept after it
+  const std::uint64_t gone_from = std::max(last.pos, head_end);
+  if (gone_from >= kept) return;  // nothing of this piece was dropped
+  const std::uint64_t gone_view = last.view + (gone_from - last.pos), kept_view = last.view + (kept - last.pos);
+  if (served_ >= kept_view) return;  // the reader had passed all that was dropped
+  const std::uint64_t at = std::max(gone_view, served_);
+  if (at == last.view && pieces_.size() > 1) {
+    last.pos = kept;  // nothing of it was shown yet: it just begins later
+    return;
+  }
+  int before = '\n';
+  if (at == served_ && last_ >= 0) {
+    before = last_;
+  } else if (at > last.view) {
+    std::string b;
+    if (index.read(sel_, last.pos + (at - 1 - last.view), 1, &b) == 0 && !b.empty()) before = b[0];
+    else before = -1;  // unknown: the marker gets a line of its own
+  }
+  Piece marker{at, 0, std::string(before == '\n' ? "" : "\n") + log_marker_line(index.log_max())};
+  const std::uint64_t after = at + marker.marker.size();
+  pieces_.push_back(std::move(marker));
+  pieces_.push_back(Piece{after, kept, {}});
+}
+
+std::uint64_t LogView::size(const LogIndex& index) const {
+  const Piece& last = pieces_.back();
+  const std::uint64_t end = index.size(sel_);
+  return end > last.pos ? last.view + (end - last.pos) : last.view;
+}
+
+int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, std::string* out) {
+  out->clear();
+  std::string bytes;
+  while (out->size() < size) {
+    const std::uint64_t at = off + out->size();
+    const std::size_t i = piece_at(at);
+    const Piece& p = pieces_[i];
+    const std::uint64_t end = piece_end(i);
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(size - out->size(), end - at));
+    if (!p.marker.empty()) {
+      out->append(p.marker, static_cast<std::size_t>(at - p.view), want);
+      continue;
+    }
+    const std::uint64_t pos = p.pos + (at - p.view);
+    // The piece's own bytes, widened for the masking but never past it.
+    std::uint64_t lo = pos - std::min<std::uint64_t>(reach_, pos - p.pos);
+    const std::uint64_t piece_last = end == kOpen ? kOpen : p.pos + (end - p.view);
+    const std::uint64_t after = std::min<std::uint64_t>(reach_, piece_last - (pos + want));
+    if (int err = index.read(sel_, lo, static_cast<std::size_t>(pos - lo + want + after), &bytes)) return err;
+    if (bytes.size() < pos - lo && lo < pos) {  // what comes before was dropped
+      lo = pos;
+      if (int err = index.read(sel_, lo, want + static_cast<std::size_t>(after), &bytes)) return err;
+    }
+    if (bytes.size() <= pos - lo) {
+      const bool dropped = index.tail_begun() && pos >= index.head_size(sel_) && pos < index.kept_start(sel_);
+      if (dropped && out->empty()) return ENODATA;
+      break;
+    }
+    if (!secrets_.empty()) {
+      if (masking_ == Masking::bytes) mask_secrets_in_place(bytes, secrets_);
+      if (lo == p.pos && i > 0) mask_secret_ends(bytes, secrets_);
+      if (end != kOpen && lo + bytes.size() == piece_last) mask_secret_starts(bytes, secrets_);
+    }
+    const std::size_t got = std::min(bytes.size() - static_cast<std::size_t>(pos - lo), want);
+    out->append(bytes, static_cast<std::size_t>(pos - lo), got);
+    if (got < want) break;
+  }
+  return 0;
+}
+
+bool LogView::locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::shared_ptr<const UniqueFd>* file,
+                     std::uint64_t* file_off, std::size_t* count) const {
+  if (!secrets_.empty()) return false;  // (either masking changes bytes)
+  const std::size_t i = piece_at(off);
+  const Piece& p = pieces_[i];
+  if (!p.marker.empty()) return false;
+  const std::uint64_t pos = p.pos + (off - p.view);
+  std::uint64_t run = 0;
+  if (!index.locate(sel_, pos, file, file_off, &run)) return false;
+  run = std::min(run, piece_end(i) - off);
+  if (run >= size) {
+    *count = size;
+    return true;
+  }
+  // Never a short read before the end: tools take one for the end of a regular file.
+  if (i + 1 == pieces_.size() && pos + run >= index.size(sel_)) {
+    *count = static_cast<std::size_t>(run);
+    return true;
+  }
+  return false;
+}
+
+void LogView::served(std::uint64_t off, std::uint64_t n, int last) {
+  if (n == 0 || off + n <= served_) return;
+  served_ = off + n;
+  last_ = last;
+}
+
+std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel, std::size_t bytes,
+                                        const std::vector<std::string>& secrets, LogView::Masking masking,
+                                        std::uint64_t* size, bool* gap) {
+  LogIndex index;
+  if (index.open(dir) != 0) return std::nullopt;
+  LogView view(sel, secrets, masking);
+  std::string out;
+  std::uint64_t s = 0;
+  // A rotation between the look and the read drops what was to be read: look again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    view.settle(index);
+    s = view.size(index);
+    const std::uint64_t from = s > bytes ? s - bytes : 0;
+    if (view.read(index, from, static_cast<std::size_t>(s - from), &out) != ENODATA) break;
+    out.clear();
+    if (index.refresh() != 0) break;
+  }
+  if (size) *size = s;
+  if (gap) *gap = view.has_gap();
+  return out;
+}
+
+}  // namespace sup

@@ -1,0 +1,86 @@
+#pragma once
+// What one open file shows of a log (all of it, or one stream) once
+// log_max has dropped output: the head, the marker line, then the output
+// kept after it (log_index.hpp). The offsets this reader was given keep
+// their meaning while the tail rotates: output dropped before the reader
+// got to it becomes a marker line at the point it had reached, so a reader
+// that keeps up (a follower at the end) never sees a marker, and one that
+// falls behind sees one marker per gap, never bytes out of place.
+//
+// Secrets are masked byte for byte over a window widened by the longest
+// secret on each side; at a gap, a secret's part on either side is masked
+// too (its other part is gone).
+//
+// Thread-safety: none; a LogView belongs to one reader, beside its LogIndex.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "supervisor/log_index.hpp"
+
+namespace sup {
+
+/// "[sbxfs: log_max (N bytes) reached: ...]\n", the line where output was dropped.
+std::string log_marker_line(std::uint64_t log_max);
+
+class LogView {
+ public:
+  /// How secrets are masked: each byte of one ('*'), or only the parts cut
+  /// by a gap, for a caller that masks whole ones itself ("****").
+  enum class Masking { bytes, cut_parts };
+  LogView(LogSelection sel, std::vector<std::string> secrets, Masking masking = Masking::bytes);
+
+  /// Takes in what `index` holds now (after each refresh): a gap that has
+  /// opened before the bytes this reader is at becomes a marker.
+  void settle(const LogIndex& index);
+  /// The view's size now (after settle()).
+  std::uint64_t size(const LogIndex& index) const;
+  /// Whether the view has a marker (output was dropped from it).
+  bool has_gap() const { return pieces_.size() > 1; }
+  /// Bytes [off, off+size) as far as they are there now (fewer at the end,
+  /// none past it), masked. ENODATA when they were dropped after this
+  /// reader had passed them (only a reader that goes back meets that).
+  int read(const LogIndex& index, std::uint64_t off, std::size_t size, std::string* out);
+  /// Where [off, off+size) is, unmasked, in one file, for a reply sent
+  /// without a copy: false unless it is one run of kept output or the
+  /// view's last bytes. Call served() with what is sent.
+  bool locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::shared_ptr<const UniqueFd>* file,
+              std::uint64_t* file_off, std::size_t* count) const;
+  /// The reader was given [off, off+n), whose last byte is `last`.
+  /// `last`: -1 when not known (a reply sent without a copy).
+  void served(std::uint64_t off, std::uint64_t n, int last = -1);
+
+ private:
+  struct Piece {
+    std::uint64_t view = 0;  // where it begins in the view
+    std::uint64_t pos = 0;   // a data piece: where in the selection (it runs to the next piece)
+    std::string marker;      // a marker piece: its text
+  };
+  std::size_t piece_at(std::uint64_t off) const;
+  std::uint64_t piece_end(std::size_t i) const;
+
+  const LogSelection sel_;
+  const Masking masking_;
+  std::vector<std::string> secrets_;  // the non-empty ones
+  std::size_t reach_ = 0;  // longest secret - 1
+  std::vector<Piece> pieces_;
+  std::uint64_t served_ = 0;  // how far this reader was given bytes
+  int last_ = '\n';           // the last of them (-1: not known)
+};
+
+/// Masks the parts of secrets cut by a gap: the first bytes of `bytes`
+/// that end a secret (`after_gap`), its last ones that begin one (`before_gap`).
+void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap);
+
+/// The last `bytes` bytes of the view of `sel` of the record in DIR as a
+/// new reader sees it, masked as `masking` says; `size` gets the view's
+/// size and `gap` whether output was dropped from it. Nullopt without an
+/// index (an older build's record).
+std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel, std::size_t bytes,
+                                        const std::vector<std::string>& secrets,
+                                        LogView::Masking masking = LogView::Masking::bytes,
+                                        std::uint64_t* size = nullptr, bool* gap = nullptr);
+
+}  // namespace sup

@@ -1,0 +1,310 @@
+// Past log_max: every view keeps the first half of log_max and the latest
+// output up to the other half, with the marker line between them; tail,
+// logTail and output show what the command printed last; the state
+// directory stays bounded; followers, a daemon restart and secrets.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+constexpr std::size_t kMax = 65536, kHead = kMax / 2;
+const std::string kMarkerStart = "[sbxfs: log_max (65536 bytes) reached:";
+
+/// What `seq 1 N` prints.
+std::string seq(int n) {
+  std::string s;
+  for (int i = 1; i <= n; ++i) s += std::to_string(i) + "\n";
+  return s;
+}
+
+/// `text` split at marker lines. A marker follows a newline of its own
+/// unless the bytes before it end a line, so a piece's last newline may be
+/// the marker's: it is left out (a piece is then still a part of the output).
+std::vector<std::string> pieces(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t m = text.find(kMarkerStart, at);
+    if (m == std::string::npos) break;
+    const std::size_t cut = m > at && text[m - 1] == '\n' ? m - 1 : m;
+    out.push_back(text.substr(at, cut - at));
+    at = text.find('\n', m) + 1;
+  }
+  out.push_back(text.substr(at));
+  return out;
+}
+
+/// Bytes of data in stdout and stderr events.
+std::size_t data_bytes(const std::vector<json>& ev) {
+  std::size_t n = 0;
+  for (const json& e : ev)
+    if (e["type"] == "stdout" || e["type"] == "stderr") n += e["data"].get<std::string>().size();
+  return n;
+}
+
+class LogTail : public SbxfsTest {
+ protected:
+  LogTail() { daemon_options_ = {"-o", "log_max=65536"}; }
+
+  std::vector<json> events(const std::string& text) {
+    std::vector<json> out;
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t nl = text.find('\n', at);
+      out.push_back(json::parse(text.substr(at, nl - at)));
+      at = nl == std::string::npos ? text.size() : nl + 1;
+    }
+    return out;
+  }
+  /// Bytes of the record's files in the state directory.
+  std::uint64_t record_bytes(const std::string& id) {
+    std::uint64_t total = 0;
+    for (const std::string& name : list_dir(state_ + "/procs/" + id)) {
+      struct stat st {};
+      if (::stat((state_ + "/procs/" + id + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        total += static_cast<std::uint64_t>(st.st_blocks) * 512;
+    }
+    return total;
+  }
+  /// One truncated event in `ev`, counting `dropped`.
+  void expect_one_truncated(const std::vector<json>& ev, const json& dropped) {
+    std::size_t truncated = 0;
+    for (const json& e : ev)
+      if (e["type"] == "truncated") {
+        ++truncated;
+        EXPECT_EQ(e["droppedBytes"], dropped);
+      }
+    EXPECT_EQ(truncated, 1u);
+  }
+  /// Each piece between markers is a part of `truth`, in order.
+  void expect_coherent(const std::string& text, const std::string& truth, const std::string& what) {
+    std::size_t from = 0;
+    for (const std::string& piece : pieces(text)) {
+      const std::size_t at = truth.find(piece, from);
+      ASSERT_NE(at, std::string::npos) << what << ": a piece is not the output (" << piece.substr(0, 80) << "...)";
+      from = at + piece.size();
+    }
+  }
+};
+
+TEST_F(LogTail, NumberedLinesWellPastTheCap) {
+  const std::string truth = seq(100000);
+  const std::string id = start("seq 1 100000");
+  ASSERT_FALSE(id.empty());
+  const json w = wait_json(id);
+  ASSERT_EQ(w["proc"]["exitCode"], 0) << w.dump();
+  EXPECT_TRUE(w["proc"]["logTail"].get<std::string>().ends_with("99999\n100000\n")) << w["proc"]["logTail"];
+  EXPECT_TRUE(file("procs/" + id + "/tail").ends_with("\n99999\n100000\n"));
+
+  const std::string log = this->log(id);
+  ASSERT_EQ(log.substr(0, kHead), truth.substr(0, kHead)) << "the first half of log_max";
+  const std::vector<std::string> parts = pieces(log);
+  ASSERT_EQ(parts.size(), 2u) << "one marker";
+  const std::string kept = parts[1];
+  EXPECT_GE(kept.size(), kMax / 4);
+  EXPECT_LE(kept.size(), kMax / 2);
+  EXPECT_TRUE(truth.ends_with(kept)) << "the latest output";
+  EXPECT_LE(log.size(), kMax + 200);
+  EXPECT_EQ(file("procs/" + id + "/stdout"), log) << "one stream: stdout is the log";
+  EXPECT_EQ(file("logs/" + id + ".log"), log);
+  EXPECT_EQ(file("procs/" + id + "/log,follow"), log);
+  struct stat st {};
+  ASSERT_EQ(::stat(p("procs/" + id + "/log").c_str(), &st), 0);
+  EXPECT_EQ(static_cast<std::size_t>(st.st_size), log.size()) << "its size is the view's";
+  const std::string stamped = file("procs/" + id + "/log,timestamps");
+  EXPECT_NE(stamped.find(kMarkerStart), std::string::npos);
+  EXPECT_TRUE(stamped.ends_with(" 100000\n"));
+
+  const json s = status_json(id);
+  EXPECT_EQ(s["truncated"], true);
+  const std::uint64_t dropped = truth.size() - kHead - kept.size();
+  EXPECT_EQ(s["droppedBytes"], dropped);
+
+  const json out = json::parse(file("procs/" + id + "/output"));
+  EXPECT_TRUE(out["stdout"].get<std::string>().ends_with("99999\n100000\n"));
+  EXPECT_EQ(out["truncated"], true);
+
+  // events: the head's data, one truncated event, the tail's data, terminal.
+  const std::vector<json> ev = events(file("procs/" + id + "/events"));
+  ASSERT_GE(ev.size(), 4u);
+  std::string before, after;
+  std::size_t truncated = 0, at = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const std::string type = ev[i]["type"];
+    if (type == "truncated") {
+      ++truncated;
+      at = i;
+      EXPECT_EQ(ev[i]["droppedBytes"], dropped);
+    } else if (type == "stdout") {
+      (truncated ? after : before) += ev[i]["data"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(truncated, 1u);
+  EXPECT_EQ(before, truth.substr(0, kHead));
+  EXPECT_EQ(after, kept);
+  EXPECT_EQ(ev.back()["type"], "terminal");
+  // Cursors resume across the cut.
+  const std::vector<json> from_cut = events(file("procs/" + id + "/events,since=" + ev[at]["cursor"].get<std::string>()));
+  ASSERT_FALSE(from_cut.empty());
+  EXPECT_EQ(from_cut[0], ev[at + 1]);
+  const std::vector<json> from_head =
+      events(file("procs/" + id + "/events,since=" + ev[at - 1]["cursor"].get<std::string>()));
+  ASSERT_FALSE(from_head.empty());
+  EXPECT_EQ(from_head[0], ev[at]);
+  // A cursor of a chunk that was dropped: the next events that exist.
+  const std::string c = ev[at]["cursor"];
+  const std::string run = c.substr(0, c.find('-'));
+  const std::uint64_t n = std::stoull(c.substr(c.find('-') + 1));
+  const std::vector<json> from_gone = events(file("procs/" + id + "/events,since=" + run + "-" + std::to_string(n - 1)));
+  ASSERT_FALSE(from_gone.empty());
+  EXPECT_EQ(from_gone[0]["type"], "truncated");
+  EXPECT_EQ(from_gone[1], ev[at + 1]);
+}
+
+TEST_F(LogTail, TwoStreamsEachKeepTheirOwnHeadAndTail) {
+  const std::string id =
+      start("i=0; while [ $i -lt 8000 ]; do echo \"out $i\"; echo \"err $i\" >&2; i=$((i+1)); done");
+  ASSERT_FALSE(id.empty());
+  const json w = wait_json(id, 60);
+  ASSERT_EQ(w["proc"]["exitCode"], 0) << w.dump();
+  const std::string out = file("procs/" + id + "/stdout"), err = file("procs/" + id + "/stderr");
+  EXPECT_TRUE(out.starts_with("out 0\nout 1\n"));
+  EXPECT_TRUE(err.starts_with("err 0\nerr 1\n"));
+  EXPECT_TRUE(out.ends_with("out 7999\n"));
+  EXPECT_TRUE(err.ends_with("err 7999\n"));
+  std::string out_truth, err_truth;
+  for (int i = 0; i < 8000; ++i) {
+    out_truth += "out " + std::to_string(i) + "\n";
+    err_truth += "err " + std::to_string(i) + "\n";
+  }
+  expect_coherent(out, out_truth, "stdout");
+  expect_coherent(err, err_truth, "stderr");
+  EXPECT_EQ(pieces(out).size(), 2u);
+  EXPECT_EQ(pieces(err).size(), 2u);
+  EXPECT_LE(file("procs/" + id + "/log").size(), kMax + 200);
+  const json o = json::parse(file("procs/" + id + "/output"));
+  EXPECT_TRUE(o["stdout"].get<std::string>().ends_with("out 7999\n"));
+  EXPECT_TRUE(o["stderr"].get<std::string>().ends_with("err 7999\n"));
+  EXPECT_TRUE(file("procs/" + id + "/tail").ends_with("7999\n"));
+}
+
+TEST_F(LogTail, FollowersStartedBeforeTheCapSeeACoherentStreamAndEnd) {
+  const std::string go = dir_ + "/go";
+  const std::string id = start("echo start; while [ ! -e '" + go + "' ]; do sleep 0.01; done; seq 1 60000; echo end");
+  ASSERT_FALSE(id.empty());
+  const std::string base = "\"$MNT/procs/" + id + "/";
+  const pid_t log_f = spawn_bg("cat " + base + "log,follow\" > " + dir_ + "/log.out");
+  const pid_t ev_f = spawn_bg("cat " + base + "events,follow\" > " + dir_ + "/ev.out");
+  ASSERT_TRUE(wait_until([&] { return read_file(dir_ + "/log.out").data == "start\n"; }, 5s));
+  ASSERT_TRUE(wait_until([&] { return read_file(dir_ + "/ev.out").data.find("start") != std::string::npos; }, 5s));
+  ASSERT_EQ(write_file(go, "", O_WRONLY | O_CREAT), 0);
+  wait_json(id, 30);
+  for (pid_t f : {log_f, ev_f}) EXPECT_EQ(wait_bg(f, 5s), 0) << "a follower ends by itself";
+  const std::string truth = "start\n" + seq(60000) + "end\n";
+  const std::string followed = read_file(dir_ + "/log.out").data;
+  EXPECT_TRUE(followed.starts_with("start\n1\n"));
+  EXPECT_TRUE(followed.ends_with("60000\nend\n"));
+  expect_coherent(followed, truth, "log,follow");
+  std::string data;
+  std::vector<json> ev = events(read_file(dir_ + "/ev.out").data);
+  ASSERT_FALSE(ev.empty());
+  EXPECT_EQ(ev.back()["type"], "terminal");
+  for (const json& e : ev) {
+    if (e["type"] == "stdout") data += e["data"].get<std::string>();
+    if (e["type"] == "truncated") data += kMarkerStart + "]\n";
+  }
+  expect_coherent(data, truth, "events,follow");
+  EXPECT_TRUE(data.ends_with("60000\nend\n"));
+}
+
+TEST_F(LogTail, TheStateDirectoryStaysBounded) {
+  const std::string id = start("head -c " + std::to_string(50 * kMax) + " /dev/zero | tr '\\0' y");
+  ASSERT_FALSE(id.empty());
+  const json w = wait_json(id, 30);
+  const std::string log = this->log(id);
+  const std::vector<std::string> parts = pieces(log);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0], std::string(kHead, 'y'));
+  EXPECT_EQ(w["proc"]["droppedBytes"], 50 * kMax - kHead - parts[1].size());
+  EXPECT_LE(record_bytes(id), kMax + 64 * 1024) << "about log_max and a few small files";
+}
+
+TEST_F(LogTail, ADaemonKilledMidOutputComesBackCoherent) {
+  extend_watchdog(std::chrono::seconds(30));
+  const std::string go = dir_ + "/go";
+  const std::string id = start("i=0; while [ ! -e '" + go + "' ]; do echo \"line $i\"; i=$((i+1)); done; echo done");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return status_json(id).value("droppedBytes", 0) > 0; }, 20s));
+  ASSERT_TRUE(restart_daemon());
+  // Read while the tail rotates: a reader slower than the command may meet more gaps.
+  const std::string mid = log(id);
+  EXPECT_GE(pieces(mid).size(), 2u);
+  EXPECT_TRUE(mid.starts_with("line 0\nline 1\n"));
+  EXPECT_TRUE(status_json(id)["truncated"] == true);
+  ASSERT_EQ(write_file(go, "", O_WRONLY | O_CREAT), 0);
+  const json w = wait_json(id, 20);
+  ASSERT_EQ(w["proc"]["exitCode"], 0) << w.dump();
+  const std::string log = this->log(id);
+  const std::vector<std::string> parts = pieces(log);
+  ASSERT_EQ(parts.size(), 2u);
+  ASSERT_TRUE(parts[1].ends_with("\ndone\n"));
+  // The last line number says how much the command printed in all.
+  const std::string body = parts[1].substr(0, parts[1].size() - 5);
+  const std::size_t last_nl = body.rfind('\n', body.size() - 2);
+  const int last = std::stoi(body.substr(last_nl + 1 + 5));
+  std::string truth;
+  for (int i = 0; i <= last; ++i) truth += "line " + std::to_string(i) + "\n";
+  truth += "done\n";
+  expect_coherent(log, truth, "log");
+  const std::vector<json> ev = events(file("procs/" + id + "/events"));
+  EXPECT_EQ(w["proc"]["droppedBytes"], truth.size() - data_bytes(ev)) << "what is gone, across the restart";
+  expect_one_truncated(ev, w["proc"]["droppedBytes"]);
+}
+
+TEST_F(LogTail, AMonitorKilledMidRotationLeavesACoherentRecord) {
+  const std::string id = start("i=0; while :; do echo \"line $i\"; i=$((i+1)); done");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return status_json(id).value("droppedBytes", 0) > 0; }, 20s));
+  const json mon = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data);
+  ASSERT_EQ(::kill(mon["monitorPid"].get<pid_t>(), SIGKILL), 0);  // at whatever point of its writes
+  const json w = wait_json(id, 20);
+  EXPECT_EQ(w["proc"]["endReason"], "unknown") << w.dump();
+  const std::string log = this->log(id);
+  const std::vector<std::string> parts = pieces(log);
+  ASSERT_EQ(parts.size(), 2u);
+  const std::string& tail = parts[1];
+  // The last whole line says how far the command got.
+  const std::size_t end = tail.rfind('\n', tail.size() - 1 - (tail.back() == '\n' ? 1 : 0));
+  const int last = std::stoi(tail.substr(end + 1 + 5)) + 1;
+  std::string truth;
+  for (int i = 0; i <= last; ++i) truth += "line " + std::to_string(i) + "\n";
+  expect_coherent(log, truth, "log");
+  const std::vector<json> ev = events(file("procs/" + id + "/events"));
+  expect_one_truncated(ev, w["proc"]["droppedBytes"]);
+  EXPECT_EQ(ev.back()["type"], "terminal");
+  EXPECT_EQ(file("procs/" + id + "/stdout"), log);
+}
+
+TEST_F(LogTail, SecretsAreMaskedInTheTail) {
+  const std::string id = start(json{{"cmd", "seq 1 20000; i=0; while [ $i -lt 3000 ]; do echo \"key=$TOKEN\"; "
+                                            "i=$((i+1)); done"},
+                                    {"secretEnv", {{"TOKEN", "s3cr3tvalue"}}}}.dump());
+  ASSERT_FALSE(id.empty());
+  const json w = wait_json(id, 30);
+  ASSERT_EQ(w["proc"]["truncated"], true);
+  const std::string logtail = w["proc"]["logTail"];
+  EXPECT_EQ(logtail.find("s3cr3t"), std::string::npos);
+  EXPECT_NE(logtail.find("key=***"), std::string::npos);
+  for (const char* v : {"tail", "log", "stdout", "events", "output", "log,timestamps", "log,follow"}) {
+    const std::string text = file(std::string("procs/") + id + "/" + v);
+    EXPECT_EQ(text.find("s3cr3t"), std::string::npos) << v;
+    EXPECT_EQ(text.find("3tvalue"), std::string::npos) << v;
+  }
+}
+
+}  // namespace
+}  // namespace sbxit
