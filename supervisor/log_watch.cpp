@@ -254,19 +254,26 @@ void LogWatch::feed(Scanner& s, Fired* fired) {
       s.take(0, buf, {}, 0, now_us(), fired);
     }
   }
-  const std::vector<LogChunk>& chunks = index_.chunks();
-  for (; s.next < chunks.size(); ++s.next) {
-    const LogChunk& c = chunks[s.next];
-    if (c.stream == LogStream::marker) {  // output was dropped here: no line goes across it
+  for (; s.next < index_.end(); ++s.next) {
+    const LogChunk* c = index_.chunk(s.next);
+    if (!c) {
+      // Dropped by log_max: no line goes across the gap; on after it.
+      if (s.next < index_.head_chunks() || s.next >= index_.kept_from()) return;  // not read yet
+      s.partial[0].clear();
+      s.partial[1].clear();
+      s.next = index_.kept_from() - 1;
+      continue;
+    }
+    if (c->stream == LogStream::marker) {  // sbxfs's own line: no line goes across it
       s.partial[0].clear();
       s.partial[1].clear();
       continue;
     }
-    if (c.stream != LogStream::out && c.stream != LogStream::err) continue;
-    buf.resize(c.length);
-    const ssize_t n = ::pread(index_.log_fd(), buf.data(), c.length, static_cast<off_t>(c.offset));
-    if (n != static_cast<ssize_t>(c.length)) return;  // not all in the log yet: next time
-    s.take(c.stream == LogStream::err ? 1 : 0, buf, cursor_of(s.next), s.next, c.time_us, fired);
+    if (c->stream != LogStream::out && c->stream != LogStream::err) continue;
+    const LogSelection sel = c->stream == LogStream::err ? LogSelection::err : LogSelection::out;
+    if (index_.read(sel, index_.position(s.next, sel), c->length, &buf) != 0 || buf.size() != c->length)
+      return;  // not all in the log yet: next time
+    s.take(c->stream == LogStream::err ? 1 : 0, buf, cursor_of(s.next), s.next, c->time_us, fired);
   }
 }
 
