@@ -192,11 +192,10 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
   dispatch(Event{Event::Kind::output, id});
   dispatch(Event{Event::Kind::ended, id});
   // The monitor removes the cgroup before its exit.json; one it could not
-  // remove goes now (after the news: a waiter need not wait for the look).
-  if (!m.cgroup.empty())
-    work->post([cg = Cgroup(m.cgroup)] {
-      if (cg.exists()) cg.destroy();
-    });
+  // remove goes now. Looked for here, not on the worker: a start made
+  // meanwhile may reuse the name (a new supervisor counts attempts from 1),
+  // and the worker would destroy that one.
+  if (!m.cgroup.empty() && Cgroup(m.cgroup).exists()) work->post([cg = Cgroup(m.cgroup)] { cg.destroy(); });
   prune();  // after the news: a reader told of the end may still find the record
   start_queued();  // its place is free
 }

@@ -107,7 +107,7 @@ void Supervisor::Impl::start_queued() {
       end_queued(s->id, ok.error(), false);
       continue;
     }
-    launch(s, std::move(env), [](Result<CommandStatus>) {}, {});
+    launch(s, std::move(env), [](const Result<CommandStatus>&) {}, {});
   }
 }
 
