@@ -316,6 +316,7 @@ void op_init(void*, fuse_conn_info* conn) noexcept {
   // Replies from a file (Reply::file, the log views) are spliced from it
   // into /dev/fuse instead of copied through a buffer of ours.
   if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
+  conn->max_read = kMaxRead;  // as the mount was told (options.cpp): libfuse checks they agree
 }
 
 fuse_lowlevel_ops make_ops() {

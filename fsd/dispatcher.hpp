@@ -8,6 +8,14 @@ namespace fsd {
 
 class Filesystem;
 
+/// The largest read the kernel sends (the mount's max_read, and init's).
+/// A reply from a file is spliced only when libfuse's pipe holds it whole
+/// with a page per piece, and an unprivileged pipe grows to 1 MiB
+/// (pipe-max-size); a bigger reply is copied through a buffer libfuse
+/// allocates for each one, several times slower. So a 1 MiB read(2) is
+/// two requests of 512 KiB, each spliced.
+constexpr unsigned kMaxRead = 512 * 1024;
+
 /// The operations table. The session's userdata must be a `Filesystem**`
 /// that points to the Filesystem before the first request arrives (the
 /// session is created before the supervisor exists, to check options early).

@@ -9,6 +9,8 @@
 
 #include <fuse_opt.h>
 
+#include "fsd/dispatcher.hpp"
+
 namespace fsd {
 
 namespace {
@@ -118,7 +120,9 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   if (fuse_opt_parse(&args, &raw, kSpec, on_option) != 0)
     return fail(raw.extra_args ? "too many arguments: at most SOURCE and MOUNTPOINT" : "bad options (see --help)");
   // fstype fuse.sbxfs, fsname sbxfs, whatever argv[0] is called.
-  if (fuse_opt_add_arg(&args, "-ofsname=sbxfs,subtype=sbxfs") != 0) return fail("out of memory");
+  // max_read last, so that it is the one taken: init() says the same (dispatcher.hpp).
+  const std::string fixed = "-ofsname=sbxfs,subtype=sbxfs,max_read=" + std::to_string(kMaxRead);
+  if (fuse_opt_add_arg(&args, fixed.c_str()) != 0) return fail("out of memory");
 
   fuse_cmdline_opts cl{};
   if (fuse_parse_cmdline(&args, &cl) != 0) return fail("bad options (see --help)");

@@ -36,6 +36,11 @@ namespace {
 
 using sup::LogSelection;
 
+// libfuse splices a reply only when its pipe holds the bytes plus a page
+// for each piece (else it copies them); a pipe grows to 1 MiB unprivileged
+// (pipe-max-size), so a 512 KiB read of 64 pieces still fits.
+constexpr std::size_t kMaxPieces = 64;
+
 LogSelection selection_of(Kind k) {
   return k == Kind::stdout_log ? LogSelection::out : k == Kind::stderr_log ? LogSelection::err : LogSelection::all;
 }
@@ -77,15 +82,20 @@ class StreamHandle : public FollowedReadHandle {
       if (int err = stamped(at, size, &out)) return failure(err);
       return Reply::data(std::move(out));
     }
-    // Nothing to mask and the whole read in one place of a file (or the
-    // view's end there): the kernel moves the bytes (spliced, no copy in
-    // the daemon).
+    // Nothing to mask and the whole read in a few places of one file (a
+    // stream's chunks between the other's): the kernel moves the bytes
+    // (spliced, no copy in the daemon).
     std::shared_ptr<const sup::UniqueFd> file;
-    std::uint64_t file_off = 0;
-    std::size_t count = 0;
-    if (view_.locate(index_, at, size, &file, &file_off, &count)) {
+    if (view_.locate(index_, at, size, kMaxPieces, &file, &ranges_)) {
+      std::vector<Reply::Piece> pieces;
+      pieces.reserve(ranges_.size());
+      std::size_t count = 0;
+      for (const auto& r : ranges_) {
+        pieces.push_back({static_cast<off_t>(r.off), r.size});
+        count += r.size;
+      }
       view_.served(at, count);
-      return Reply::file(std::move(file), static_cast<off_t>(file_off), count);
+      return Reply::file(std::move(file), std::move(pieces));
     }
     if (int err = view_.read(index_, at, size, &out)) return failure(err);
     if (!out.empty()) view_.served(at, out.size(), static_cast<unsigned char>(out.back()));
@@ -249,6 +259,7 @@ class StreamHandle : public FollowedReadHandle {
   // Guarded by mu_:
   sup::LogIndex index_;
   sup::LogView view_;
+  std::vector<sup::LogView::FileRange> ranges_;  // fetch()'s, kept for its room
   sup::UniqueFd raw_;  // the file read without an index (an older build's record)
   bool reported_ = false;
   std::string text_;            // timestamped text from text_base_

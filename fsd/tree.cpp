@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsd/dispatcher.hpp"
 #include "fsd/files.hpp"
 #include "supervisor/clock.hpp"
 
@@ -17,7 +18,7 @@ namespace fsd {
 namespace {
 
 constexpr std::string_view kLogSuffix = ".log";
-constexpr blksize_t kLogBlockSize = 512 * 1024;  // st_blksize of the log views
+constexpr blksize_t kLogBlockSize = kMaxRead;  // st_blksize of the log views: reads of the largest size
 
 const timespec& mount_time() {
   static const timespec t = [] {
@@ -136,9 +137,8 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
   if (row.size == Size::readme) st.st_size = static_cast<off_t>(fs.readme().size());
   if (row.size == Size::stream) st.st_blksize = kLogBlockSize;  // big reads, as for the logs
   if (row.size == Size::backing) {
-    // Each read is a round trip to the daemon: invite big ones (cat, cp and
-    // friends size their buffer by st_blksize). 512 KiB + libfuse's header
-    // still fits an unprivileged splice pipe (pipe-max-size, 1 MiB).
+    // Each read is a round trip to the daemon: invite the biggest ones (cat,
+    // cp and friends size their buffer by st_blksize).
     st.st_blksize = kLogBlockSize;
     // The real size, so `tail -f` and friends see the file grow.
     struct stat backing {};

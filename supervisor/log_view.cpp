@@ -136,26 +136,33 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
   return 0;
 }
 
-bool LogView::locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::shared_ptr<const UniqueFd>* file,
-                     std::uint64_t* file_off, std::size_t* count) const {
+bool LogView::locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::size_t max_ranges,
+                     std::shared_ptr<const UniqueFd>* file, std::vector<FileRange>* ranges) const {
+  ranges->clear();
+  file->reset();
   if (!secrets_.empty()) return false;  // (either masking changes bytes)
   const std::size_t i = piece_at(off);
   const Piece& p = pieces_[i];
   if (!p.marker.empty()) return false;
-  const std::uint64_t pos = p.pos + (off - p.view);
-  std::uint64_t run = 0;
-  if (!index.locate(sel_, pos, file, file_off, &run)) return false;
-  run = std::min(run, piece_end(i) - off);
-  if (run >= size) {
-    *count = size;
-    return true;
+  const std::uint64_t end = std::min<std::uint64_t>(piece_end(i), off + size);
+  std::uint64_t at = off;
+  while (at < end) {
+    std::shared_ptr<const UniqueFd> f;
+    std::uint64_t file_off = 0, run = 0;
+    if (!index.locate(sel_, p.pos + (at - p.view), &f, &file_off, &run)) break;
+    if (*file && f != *file) return false;  // the head and a tail segment
+    *file = std::move(f);
+    run = std::min(run, end - at);
+    if (!ranges->empty() && ranges->back().off + ranges->back().size == file_off) {
+      ranges->back().size += static_cast<std::size_t>(run);
+    } else {
+      if (ranges->size() == max_ranges) return false;
+      ranges->push_back({file_off, static_cast<std::size_t>(run)});
+    }
+    at += run;
   }
-  // Never a short read before the end: tools take one for the end of a regular file.
-  if (i + 1 == pieces_.size() && pos + run >= index.size(sel_)) {
-    *count = static_cast<std::size_t>(run);
-    return true;
-  }
-  return false;
+  if (at == off + size) return true;
+  return at > off && i + 1 == pieces_.size() && p.pos + (at - p.view) >= index.size(sel_);
 }
 
 void LogView::served(std::uint64_t off, std::uint64_t n, int last) {

@@ -43,11 +43,19 @@ class LogView {
   /// none past it), masked. ENODATA when they were dropped after this
   /// reader had passed them (only a reader that goes back meets that).
   int read(const LogIndex& index, std::uint64_t off, std::size_t size, std::string* out);
-  /// Where [off, off+size) is, unmasked, in one file, for a reply sent
-  /// without a copy: false unless it is one run of kept output or the
-  /// view's last bytes. Call served() with what is sent.
-  bool locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::shared_ptr<const UniqueFd>* file,
-              std::uint64_t* file_off, std::size_t* count) const;
+  /// A range of bytes of one file.
+  struct FileRange {
+    std::uint64_t off = 0;
+    std::size_t size = 0;
+  };
+  /// Where [off, off+size) is, unmasked, for a reply sent without a copy:
+  /// at most `max_ranges` ranges of one file (a stream's chunks lie between
+  /// the other stream's), in order. False when the bytes are masked, cross
+  /// a marker or another file, need more ranges, or end short of `size`
+  /// before the view's end (tools take a short read for the end of a
+  /// regular file). Call served() with what is sent.
+  bool locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::size_t max_ranges,
+              std::shared_ptr<const UniqueFd>* file, std::vector<FileRange>* ranges) const;
   /// The reader was given [off, off+n), whose last byte is `last`.
   /// `last`: -1 when not known (a reply sent without a copy).
   void served(std::uint64_t off, std::uint64_t n, int last = -1);

@@ -267,4 +267,71 @@ TEST(LogCaps, HalfForTheHeadAQuarterASegment) {
   EXPECT_EQ(sup::entry_cap(100), 64u);
 }
 
+
+/// What `ranges` of `file` hold, one after another.
+std::string bytes_of(const sup::UniqueFd& file, const std::vector<LogView::FileRange>& ranges) {
+  std::string out;
+  for (const auto& r : ranges) {
+    std::string part(r.size, '\0');
+    EXPECT_EQ(::pread(file.get(), part.data(), part.size(), static_cast<off_t>(r.off)), static_cast<ssize_t>(r.size));
+    out += part;
+  }
+  return out;
+}
+
+TEST(LogViewLocateTest, AStreamsBytesAreItsChunksInOneFileWithoutACopy) {
+  TempDir tmp{"sbx-locate"};
+  FakeMonitor mon(tmp.path(), 0);
+  mon.head(LogStream::out, "out1\n");
+  mon.head(LogStream::err, "err1\n");
+  mon.head(LogStream::out, "out2\n");
+  mon.head(LogStream::out, "out3\n");  // right after out2 in the file: one range with it
+  mon.head(LogStream::err, "err2\n");
+  mon.head(LogStream::out, "out4\n");
+  LogIndex idx;
+  ASSERT_EQ(idx.open(tmp.path()), 0);
+  LogView out(LogSelection::out, {});
+  out.settle(idx);
+  std::shared_ptr<const sup::UniqueFd> file;
+  std::vector<LogView::FileRange> ranges;
+  ASSERT_TRUE(out.locate(idx, 2, 16, 8, &file, &ranges));
+  ASSERT_EQ(ranges.size(), 3u) << "out1's end, out2+out3, out4's start";
+  EXPECT_EQ(bytes_of(*file, ranges), "t1\nout2\nout3\nout");
+  // The view's end is a short read; past it, nothing.
+  ASSERT_TRUE(out.locate(idx, 15, 100, 8, &file, &ranges));
+  EXPECT_EQ(bytes_of(*file, ranges), "out4\n");
+  EXPECT_FALSE(out.locate(idx, 20, 10, 8, &file, &ranges));
+  // More ranges than allowed: the caller copies instead.
+  EXPECT_FALSE(out.locate(idx, 0, 20, 2, &file, &ranges));
+  // Masked bytes are never sent from the file.
+  LogView masked(LogSelection::out, {"out2"});
+  masked.settle(idx);
+  EXPECT_FALSE(masked.locate(idx, 0, 20, 8, &file, &ranges));
+}
+
+TEST(LogViewLocateTest, ARangeNeverCrossesAMarker) {
+  TempDir tmp{"sbx-locate"};
+  FakeMonitor mon(tmp.path(), 40);
+  mon.head(LogStream::out, "head1\n");
+  mon.begin_tail();
+  mon.segment(1);
+  mon.tail(LogStream::out, "gone\n");
+  mon.segment(2);
+  mon.tail(LogStream::out, "kept\n");
+  mon.remove(1);
+  LogIndex idx;
+  ASSERT_EQ(idx.open(tmp.path()), 0);
+  LogView out(LogSelection::out, {});
+  out.settle(idx);
+  ASSERT_EQ(whole(idx, out), "head1\n" + kMarker + "kept\n");
+  std::shared_ptr<const sup::UniqueFd> file;
+  std::vector<LogView::FileRange> ranges;
+  EXPECT_FALSE(out.locate(idx, 0, 10, 8, &file, &ranges)) << "the head, then the marker";
+  ASSERT_TRUE(out.locate(idx, 0, 6, 8, &file, &ranges));
+  EXPECT_EQ(bytes_of(*file, ranges), "head1\n");
+  const std::uint64_t kept = 6 + kMarker.size();
+  ASSERT_TRUE(out.locate(idx, kept, 100, 8, &file, &ranges));
+  EXPECT_EQ(bytes_of(*file, ranges), "kept\n") << "in the tail segment";
+}
+
 }  // namespace
