@@ -251,7 +251,11 @@ void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t of
               fuse_file_info* fi) noexcept {
   guarded(req, "write",
           [&] {
-            if (const std::shared_ptr<Handle> h = held(req, fi)) send_reply(req, h->write(req, std::string_view(buf, size), off));
+            const std::shared_ptr<Handle> h = held(req, fi);
+            if (!h) return;
+            const std::string_view data(buf, size);
+            // fi->flags are the file's flags at this write, as for a read.
+            send_reply(req, (fi->flags & O_NONBLOCK) ? h->write_nonblocking(req, data, off) : h->write(req, data, off));
           });
 }
 

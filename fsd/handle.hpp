@@ -108,6 +108,9 @@ class Handle {
   /// Whether a read now would block (a non-blocking read then gets EAGAIN).
   virtual bool would_block() { return false; }
   virtual Reply write(fuse_req_t req, std::string_view data, off_t off);
+  /// A write from a descriptor with O_NONBLOCK: where write() would wait,
+  /// it answers at once (EAGAIN, or the bytes taken so far). Default: write().
+  virtual Reply write_nonblocking(fuse_req_t req, std::string_view data, off_t off) { return write(req, data, off); }
   /// close() of one descriptor: Reply::error(0) for success, an errno for
   /// what close() returns, or parked (someone replies later, e.g. a start
   /// that completes at close).

@@ -6,7 +6,8 @@
 // how many did. A write to a command that has ended or closed its stdin,
 // whose input was closed, or that has no pipe is EPIPE with a line in
 // `errors`; the bytes themselves are never shown or logged (they may be
-// secrets), only their count.
+// secrets), only their count. A writer with O_NONBLOCK never waits: it
+// gets what fitted, or EAGAIN when the pipe is full, as with a pipe.
 //
 // procs/ID/stdin,eof: written the same way, and its close closes the
 // input: the command reads EOF after what was written (`: > stdin,eof`
@@ -62,6 +63,8 @@ class PendingWrite {
   }
 
   Reply interrupted() const { return written_ > 0 ? Reply::written(written_) : Reply::error(EINTR); }
+  /// For a writer that does not wait: what went in, or EAGAIN.
+  Reply taken() const { return written_ > 0 ? Reply::written(written_) : Reply::error(EAGAIN); }
 
  private:
   Filesystem& fs_;
@@ -85,6 +88,13 @@ class StdinHandle : public RecordHandle {
     fs_.follows().park(
         req, id_, [w] { return w->attempt(); }, [w] { return w->interrupted(); });
     return Reply::parked();
+  }
+
+  /// As a pipe's: what fits goes in, EAGAIN when nothing does.
+  Reply write_nonblocking(fuse_req_t, std::string_view data, off_t) override {
+    PendingWrite w(fs_, id_, path_, data.size());
+    if (std::optional<Reply> now = w.attempt(data)) return *now;
+    return w.taken();
   }
 
   Reply flush(fuse_req_t req) override {

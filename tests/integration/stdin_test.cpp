@@ -128,6 +128,28 @@ TEST_F(StdinFewWorkersTest, BlockedWritesHoldNoWorkerAndAnInterruptReleasesThem)
   EXPECT_EQ(status_json(ids[0])["running"], true);
 }
 
+TEST_F(StdinTest, ANonBlockingWriterGetsWhatFittedThenEagain) {
+  const std::string id = start(R"({"cmd": "exec sleep 60", "stdin": "pipe"})");
+  ASSERT_FALSE(id.empty());
+  // Python's os.write on an O_NONBLOCK descriptor: a short count once the
+  // pipe fills, then BlockingIOError (EAGAIN); nothing waits.
+  auto r = run(R"(python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_NONBLOCK)
+n = os.write(fd, b"x" * 1048576)
+assert 0 < n < 1048576, n
+try:
+    os.write(fd, b"y" * 4096)
+    print("no EAGAIN")
+except BlockingIOError:
+    print("EAGAIN after", n)
+' "$MNT/procs/$ID/stdin")", 10, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("EAGAIN after ", 0), 0u) << r.out;
+  EXPECT_LT(r.seconds, 5.0);
+  EXPECT_EQ(status_json(id)["running"], true);
+}
+
 TEST_F(StdinTest, WritesToACommandThatReadsNoPipeAreEpipe) {
   // Ended.
   std::string id = start(R"({"cmd": "true", "stdin": "pipe"})");
