@@ -313,13 +313,15 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   // and before it may exec: a command that looks at its own record at once
   // (sbx-step, cat procs/$SBX_BGID/status.json) finds it. A queued record
   // is listed in its folder already: it now runs.
-  if (!s.old_script.empty()) ::unlink(s.old_script.c_str());
   if (s.replacing) {
-    std::string del = deletion_dir();
-    if (::rename(s.final_dir.c_str(), del.c_str()) == 0) work->post([del] { remove_tree(del); });
+    std::string held = deletion_dir();  // gone with the deletions if the daemon dies now
+    if (::rename(s.final_dir.c_str(), held.c_str()) == 0) s.replaced_dir = std::move(held);
   }
-  if (!s.from_queue && ::rename(s.tmp_dir.c_str(), s.final_dir.c_str()) != 0)
-    return error_from_errno(errno, "rename " + s.tmp_dir);
+  if (!s.from_queue && ::rename(s.tmp_dir.c_str(), s.final_dir.c_str()) != 0) {
+    const Error e = error_from_errno(errno, "rename " + s.tmp_dir);
+    if (!s.replaced_dir.empty() && ::rename(s.replaced_dir.c_str(), s.final_dir.c_str()) == 0) s.replaced_dir.clear();
+    return e;
+  }
   MonitorInfo m;
   if (auto mt = read_file(s.final_dir + "/monitor.json"); mt.ok() && mt.value()) {
     if (auto pm = parse_monitor(*mt.value())) m = pm.value();
@@ -341,6 +343,7 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   Record r;
   r.id = s.id;
   r.state = transition(old == records.end() ? CommandState::empty : old->second.state, CommandEvent::started).next;
+  if (old != records.end() && !s.replaced_dir.empty()) s.replaced = std::move(old->second);
   r.spec = s.spec;
   r.owner_uid = s.spec.requester_uid;
   r.owner_sid = s.spec.requester_sid;
@@ -354,6 +357,8 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
 void Supervisor::Impl::start_commit(std::uint64_t token) {
   std::shared_ptr<Starting> s = start_take(token);
   const std::string id = s->id;
+  if (!s->replaced_dir.empty()) work->post([del = s->replaced_dir] { remove_tree(del); });
+  if (!s->old_script.empty()) ::unlink(s->old_script.c_str());
   CommandStatus out;
   {
     std::lock_guard g(mu);
@@ -419,17 +424,28 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
     return start_queued();
   }
   std::string gone = s->tmp_dir;
+  bool restored = false;
   if (s->published) {
     std::lock_guard g(mu);
     records.erase(s->id);
     gone = deletion_dir();
     if (::rename(s->final_dir.c_str(), gone.c_str()) != 0) gone.clear();
+    // The record it was to replace comes back as it was.
+    if (s->replaced && !gone.empty() && ::rename(s->replaced_dir.c_str(), s->final_dir.c_str()) == 0) {
+      auto [it, _] = records.insert_or_assign(s->id, std::move(*s->replaced));
+      if (it->second.state != CommandState::empty) note_ended(it->second);
+      restored = true;
+    }
+  } else if (!s->replaced_dir.empty()) {
+    (void)::rename(s->replaced_dir.c_str(), s->final_dir.c_str());
   }
+  if (s->published && !restored && !s->replaced_dir.empty()) work->post([del = s->replaced_dir] { remove_tree(del); });
   // A few small files (the command never ran long enough to write much):
   // removed before the caller is told, so a failed start leaves nothing.
   if (!gone.empty()) remove_tree(gone);
   unreserve(s->id, s->spec.requester_uid);
-  if (s->published) emit(Event::Kind::removed, s->id);
+  // Readers that found the new run answer from the old record, or learn it is gone.
+  if (s->published) emit(restored ? Event::Kind::ended : Event::Kind::removed, s->id);
   s->done(std::move(e));
   start_queued();  // its place is free
 }

@@ -21,6 +21,10 @@ struct Supervisor::Impl::Starting {
   StartSpec spec;
   bool replacing = false;   // a named slot or ended command of that name is replaced
   std::string old_script;   // the replaced record's script file
+  // The replaced record, set aside at publish until the start commits, so
+  // that a start that fails after it was published puts it back.
+  std::string replaced_dir;
+  std::optional<Record> replaced;
   std::string tmp_dir, final_dir;
   std::unique_ptr<PendingLaunch> launch;
   bool let_go = false;      // the command may have exec'd: giving up means killing it

@@ -90,6 +90,38 @@ TEST_F(ProcsDirTest, WritingCmdOfAnEndedNamedCommandStartsItAgain) {
   EXPECT_EQ(std::count(names.begin(), names.end(), "again"), 1);
 }
 
+TEST_F(ProcsDirTest, ARunAgainThatCannotExecKeepsTheRecordItWasToReplace) {
+  std::string id = start(R"({"cmd": "echo first; exit 3", "name": "kept"})");
+  ASSERT_EQ(id, "kept");
+  EXPECT_EQ(wait_json(id)["proc"]["exitCode"], 3);
+  // Executable, but its interpreter does not exist: execve fails after the
+  // new run was listed, and the start is refused.
+  const std::string script = dir_ + "/bad-interpreter.sh";
+  ASSERT_EQ(write_file(script, "#!/nonexistent/interpreter\necho never\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  auto r = run("echo '{\"argv\": [\"" + script + "\"]}' > \"$MNT/procs/kept/cmd\"");
+  EXPECT_NE(r.code, 0);
+  const std::vector<json> errs = errors();
+  ASSERT_FALSE(errs.empty());
+  EXPECT_EQ(errs.back()["errno"], "ENOENT") << errs.back().dump();
+  // The first run's record is still there, whole.
+  const json s = status_json(id);
+  EXPECT_EQ(s["state"], "exited") << s.dump();
+  EXPECT_EQ(s["exitCode"], 3);
+  EXPECT_EQ(s["cmd"], "echo first; exit 3");
+  EXPECT_EQ(log(id), "first\n");
+  EXPECT_EQ(wait_json(id)["proc"]["exitCode"], 3);
+  // Still after a restart of the daemon: it is on disk too.
+  ASSERT_TRUE(restart_daemon());
+  EXPECT_EQ(status_json(id)["exitCode"], 3);
+  EXPECT_EQ(log(id), "first\n");
+  // And it runs again with a command that can.
+  r = run("echo 'echo second' > \"$MNT/procs/kept/cmd\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(wait_json(id)["proc"]["exitCode"], 0);
+  EXPECT_EQ(log(id), "second\n");
+}
+
 TEST_F(ProcsDirTest, WritingCmdOfARunningCommandIsEBUSY) {
   std::string id = start(R"({"cmd": "sleep 30", "name": "busy"})");
   ASSERT_EQ(id, "busy");
