@@ -12,6 +12,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "supervisor/log_watch_filter.hpp"
 #include "supervisor/unique_fd.hpp"
 #include "supervisor/utf8.hpp"
 
@@ -21,6 +22,7 @@ namespace {
 
 constexpr std::size_t kMaxLine = 16u << 20;  // a longer line is matched in pieces
 constexpr std::size_t kLegacyRead = 1u << 20;
+constexpr std::size_t kMaxRead = 256u << 10;  // chunks read at once (a longer one alone)
 
 std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -46,84 +48,69 @@ struct LogWatch::Entry {
   ReadyCondition::Stream stream = ReadyCondition::Stream::both;
   std::string pattern;
   std::unique_ptr<RE2> re;  // per line, as the user wrote it
-  bool slow = false;        // searched line by line, never through the set (see rebuild)
+  bool slow = false;        // searched line by line, never through a set (see Group::build)
+  std::optional<std::vector<std::string>> atoms;  // its literals (LogWatchFilter); none: every line is searched
   bool done = false;        // matched or removed
   OnMatch fn;
 };
 
-struct LogWatch::Scanner {
-  using Fired = std::vector<std::pair<std::shared_ptr<Entry>, ReadyMatch>>;
+/// Conditions searched together over the same lines: an RE2::Set finds
+/// which of them may match somewhere in a region, each one's own regex then
+/// finds its first line.
+struct LogWatch::Group {
+  using EntryPtr = std::shared_ptr<Entry>;
 
-  std::vector<std::shared_ptr<Entry>> entries;
-  bool dirty = true;
-  std::unique_ptr<RE2::Set> sets[2];                  // per stream: 0 stdout, 1 stderr
-  std::vector<std::shared_ptr<Entry>> members[2];     // set index -> entry
-  std::vector<std::shared_ptr<Entry>> slow[2];
-  std::size_t next = 0;          // the next chunk of the index to read
-  std::uint64_t legacy_off = 0;  // without an index: bytes of `log` read
-  std::string partial[2];        // each stream's line not ended yet
-  std::size_t last_chunk[2] = {0, 0};
-  std::int64_t last_time[2] = {0, 0};
-  bool fresh[2] = {false, false};  // the stream got bytes since its last line was tried as a prompt
+  std::unique_ptr<RE2::Set> set;
+  std::vector<EntryPtr> members;  // set index -> entry
+  std::vector<EntryPtr> slow;
 
-  bool live() const {
-    return std::any_of(entries.begin(), entries.end(), [](const auto& e) { return !e->done; });
-  }
+  bool empty() const { return !set && slow.empty(); }
 
-  void rebuild() {
-    std::erase_if(entries, [](const auto& e) { return e->done; });
-    for (int s = 0; s < 2; ++s) {
-      sets[s].reset();
-      members[s].clear();
-      slow[s].clear();
-      RE2::Options o;
-      o.set_log_errors(false);
-      o.set_max_mem(64 << 20);
-      auto set = std::make_unique<RE2::Set>(o, RE2::UNANCHORED);
-      for (const auto& e : entries) {
-        if (!reads(e->stream, s)) continue;
-        // The set searches many lines at once, `^`/`$` at each line: a
-        // superset of the matches per line, each checked on its line. \A,
-        // \z and flags that may turn multi-line off mean text edges there:
-        // such patterns are searched line by line.
-        if (e->slow || set->Add("(?m)" + e->pattern, nullptr) < 0) {
-          slow[s].push_back(e);
-          continue;
-        }
-        members[s].push_back(e);
-      }
-      if (members[s].empty()) continue;
-      if (!set->Compile()) {
-        slow[s].insert(slow[s].end(), members[s].begin(), members[s].end());
-        members[s].clear();
+  void build(const std::vector<EntryPtr>& entries) {
+    set.reset();
+    members.clear();
+    slow.clear();
+    RE2::Options o;
+    o.set_log_errors(false);
+    o.set_max_mem(64 << 20);
+    auto s = std::make_unique<RE2::Set>(o, RE2::UNANCHORED);
+    for (const auto& e : entries) {
+      // The set searches many lines at once, `^`/`$` at each line: a
+      // superset of the matches per line, each checked on its line. \A,
+      // \z and flags that may turn multi-line off mean text edges there:
+      // such patterns are searched line by line.
+      if (e->slow || s->Add("(?m)" + e->pattern, nullptr) < 0) {
+        slow.push_back(e);
         continue;
       }
-      sets[s] = std::move(set);
+      members.push_back(e);
     }
-    dirty = false;
+    if (members.empty()) return;
+    if (!s->Compile()) {
+      slow.insert(slow.end(), members.begin(), members.end());
+      members.clear();
+      return;
+    }
+    set = std::move(s);
   }
 
-  bool searching(int s) {
-    if (dirty) rebuild();
-    return sets[s] || !slow[s].empty();
-  }
-
-  /// Lines of `region` (no newline at its end) against stream `s`'s conditions.
-  void search(int s, std::string_view region, const std::string& cursor, std::int64_t time_us, Fired* fired) {
-    if (!searching(s)) return;
-    std::vector<const std::shared_ptr<Entry>*> candidates;
-    if (sets[s]) {
+  /// Lines of `region` (no newline at its end) against the group; returns how many matched.
+  std::size_t search(int s, std::string_view region, const std::string& cursor, std::int64_t time_us,
+                     Fired* fired) const {
+    std::vector<const EntryPtr*> candidates;
+    if (set) {
       std::vector<int> hits;
       RE2::Set::ErrorInfo info{};
-      if (sets[s]->Match(re2::StringPiece(region.data(), region.size()), &hits, &info)) {
-        for (int h : hits) candidates.push_back(&members[s][static_cast<std::size_t>(h)]);
+      if (set->Match(re2::StringPiece(region.data(), region.size()), &hits, &info)) {
+        for (int h : hits) candidates.push_back(&members[static_cast<std::size_t>(h)]);
       } else if (info.kind != RE2::Set::kNoError) {
-        for (const auto& e : members[s]) candidates.push_back(&e);  // out of memory: each one alone
+        for (const auto& e : members) candidates.push_back(&e);  // out of memory: each one alone
       }
     }
-    for (const auto& e : slow[s]) candidates.push_back(&e);
-    for (const std::shared_ptr<Entry>* ep : candidates) {
-      const std::shared_ptr<Entry>& e = *ep;
+    for (const auto& e : slow) candidates.push_back(&e);
+    std::size_t matched = 0;
+    for (const EntryPtr* ep : candidates) {
+      const EntryPtr& e = *ep;
       if (e->done) continue;
       for (std::size_t pos = 0;;) {
         const std::size_t end = std::min(region.find('\n', pos), region.size());
@@ -131,7 +118,7 @@ struct LogWatch::Scanner {
         re2::StringPiece m;
         if (e->re->Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED, &m, 1)) {
           e->done = true;
-          dirty = true;
+          ++matched;
           ReadyMatch rm;
           rm.kind = ReadyCondition::Kind::log;
           rm.stream = s == 0 ? "stdout" : "stderr";
@@ -146,24 +133,117 @@ struct LogWatch::Scanner {
         pos = end + 1;
       }
     }
+    return matched;
+  }
+};
+
+/// The conditions of one stream: those with literals are searched only on
+/// the lines their filter lets through, the others on every line.
+struct LogWatch::StreamConditions {
+  using EntryPtr = std::shared_ptr<Entry>;
+
+  Group every_line;
+  Group filtered;
+  std::optional<LogWatchFilter> filter;
+
+  bool empty() const { return every_line.empty() && filtered.empty(); }
+
+  void build(const std::vector<EntryPtr>& entries) {
+    std::vector<EntryPtr> plain, with_atoms;
+    std::vector<std::string> atoms;
+    for (const auto& e : entries) {
+      if (!e->atoms) {
+        plain.push_back(e);
+        continue;
+      }
+      with_atoms.push_back(e);
+      atoms.insert(atoms.end(), e->atoms->begin(), e->atoms->end());
+    }
+    every_line.build(plain);
+    filtered.build(with_atoms);
+    filter.reset();
+    if (!with_atoms.empty()) filter.emplace(atoms);
+  }
+
+  std::size_t search(int s, std::string_view region, const std::string& cursor, std::int64_t time_us,
+                     Fired* fired) const {
+    std::size_t matched = 0;
+    if (!every_line.empty()) matched += every_line.search(s, region, cursor, time_us, fired);
+    if (!filtered.empty()) {
+      std::string_view line;
+      for (std::size_t from = 0; filter->next(region, &from, &line);)
+        matched += filtered.search(s, line, cursor, time_us, fired);
+    }
+    return matched;
+  }
+};
+
+struct LogWatch::Scanner {
+  using EntryPtr = std::shared_ptr<Entry>;
+
+  std::vector<EntryPtr> entries;
+  bool dirty = true;             // entries were added: the groups are built again before the next search
+  std::size_t retired = 0;       // entries done since: left in the groups (skipped) until they are many
+  StreamConditions streams[2];   // 0 stdout, 1 stderr
+  std::size_t next = 0;          // the next chunk of the index to read
+  std::uint64_t legacy_off = 0;  // without an index: bytes of `log` read
+  std::string partial[2];        // each stream's line not ended yet
+  std::size_t last_chunk[2] = {0, 0};
+  std::int64_t last_time[2] = {0, 0};
+  bool fresh[2] = {false, false};  // the stream got bytes since its last line was tried as a prompt
+
+  bool live() const {
+    return std::any_of(entries.begin(), entries.end(), [](const auto& e) { return !e->done; });
+  }
+
+  /// `n` more entries are done. Building the sets again costs about as much
+  /// as compiling every pattern: it waits until half of them are done.
+  void retire(std::size_t n) {
+    retired += n;
+    if (retired * 2 > entries.size()) dirty = true;
+  }
+
+  void rebuild() {
+    std::erase_if(entries, [](const auto& e) { return e->done; });
+    retired = 0;
+    for (int s = 0; s < 2; ++s) {
+      std::vector<EntryPtr> mine;
+      for (const auto& e : entries)
+        if (reads(e->stream, s)) mine.push_back(e);
+      streams[s].build(mine);
+    }
+    dirty = false;
+  }
+
+  bool searching(int s) {
+    if (dirty) rebuild();
+    return !streams[s].empty();
+  }
+
+  /// Lines of `region` (no newline at its end) against stream `s`'s conditions.
+  void search(int s, std::string_view region, const std::string& cursor, std::int64_t time_us, Fired* fired) {
+    if (!searching(s)) return;
+    retire(streams[s].search(s, region, cursor, time_us, fired));
   }
 
   /// One chunk of stream `s`.
   void take(int s, std::string_view data, const std::string& cursor, std::size_t chunk, std::int64_t time_us,
             Fired* fired) {
     std::string& p = partial[s];
-    std::string_view view = data;
-    if (!p.empty()) {
+    const std::size_t last_nl = data.rfind('\n');
+    if (last_nl == std::string_view::npos) {
       p.append(data);
-      view = p;
-    }
-    const std::size_t nl = view.rfind('\n');
-    if (nl != std::string_view::npos) {
-      search(s, view.substr(0, nl), cursor, time_us, fired);
-      std::string rest(view.substr(nl + 1));
-      p = std::move(rest);
-    } else if (p.empty()) {
-      p.assign(data);
+    } else {
+      std::size_t from = 0;
+      if (!p.empty()) {
+        // Only the line begun before is put together; the others are searched where they are.
+        const std::size_t nl = data.find('\n');
+        p.append(data.substr(0, nl));
+        search(s, p, cursor, time_us, fired);
+        from = nl + 1;
+      }
+      if (from <= last_nl) search(s, data.substr(from, last_nl - from), cursor, time_us, fired);
+      p.assign(data.substr(last_nl + 1));
     }
     if (p.size() > kMaxLine) {
       search(s, p, cursor, time_us, fired);
@@ -198,6 +278,7 @@ std::uint64_t LogWatch::add(const ReadyCondition& c, OnMatch fn) {
   e->re = std::make_unique<RE2>(c.regex, o);
   e->slow = c.regex.find("\\A") != std::string::npos || c.regex.find("\\z") != std::string::npos ||
             c.regex.find("(?") != std::string::npos;
+  e->atoms = LogWatchFilter::atoms_of(c.regex);
   e->fn = std::move(fn);
   if (!added_) added_ = std::make_unique<Scanner>();
   added_->entries.push_back(e);
@@ -211,7 +292,7 @@ void LogWatch::remove(std::uint64_t token) {
     for (auto& e : s->entries)
       if (e->token == token && !e->done) {
         e->done = true;
-        s->dirty = true;
+        s->retire(1);
       }
   }
 }
@@ -241,8 +322,8 @@ bool LogWatch::open_index() {
 }
 
 void LogWatch::feed(Scanner& s, Fired* fired) {
-  std::string buf;
   if (legacy_) {
+    std::string buf;
     UniqueFd fd(::open((dir_ + "/log").c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) return;
     for (;;) {
@@ -254,33 +335,65 @@ void LogWatch::feed(Scanner& s, Fired* fired) {
       s.take(0, buf, {}, 0, now_us(), fired);
     }
   }
-  for (; s.next < index_.end(); ++s.next) {
+  while (s.next < index_.end()) {
     const LogChunk* c = index_.chunk(s.next);
     if (!c) {
       // Dropped by log_max: no line goes across the gap; on after it.
       if (s.next < index_.head_chunks() || s.next >= index_.kept_from()) return;  // not read yet
       s.partial[0].clear();
       s.partial[1].clear();
-      s.next = index_.kept_from() - 1;
+      s.next = index_.kept_from();
       continue;
     }
-    if (c->stream == LogStream::marker) {  // sbxfs's own line: no line goes across it
-      s.partial[0].clear();
-      s.partial[1].clear();
+    if (c->stream != LogStream::out && c->stream != LogStream::err) {
+      if (c->stream == LogStream::marker) {  // sbxfs's own line: no line goes across it
+        s.partial[0].clear();
+        s.partial[1].clear();
+      }
+      ++s.next;
       continue;
     }
-    if (c->stream != LogStream::out && c->stream != LogStream::err) continue;
-    const LogSelection sel = c->stream == LogStream::err ? LogSelection::err : LogSelection::out;
-    if (index_.read(sel, index_.position(s.next, sel), c->length, &buf) != 0 || buf.size() != c->length)
-      return;  // not all in the log yet: next time
-    s.take(c->stream == LogStream::err ? 1 : 0, buf, cursor_of(s.next), s.next, c->time_us, fired);
+    // The chunks from here that follow each other in one data file: one read for all.
+    std::shared_ptr<const UniqueFd> file;
+    std::uint64_t file_off = 0, contiguous = 0;
+    if (!index_.locate(LogSelection::all, index_.position(s.next, LogSelection::all), &file, &file_off, &contiguous))
+      return;
+    std::size_t total = c->length;
+    std::uint64_t last = s.next + 1;
+    for (const LogChunk* d; last < index_.end() && (d = index_.chunk(last)) && d->offset == c->offset + total &&
+                            total + d->length <= kMaxRead;
+         ++last)
+      total += d->length;
+    if (buf_.size() < total) buf_.resize(total);
+    std::size_t got = 0;
+    while (got < total) {
+      const ssize_t n = ::pread(file->get(), buf_.data() + got, total - got, static_cast<off_t>(file_off + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    for (; s.next < last; ++s.next) {
+      const LogChunk* d = index_.chunk(s.next);
+      const std::size_t at = static_cast<std::size_t>(d->offset - c->offset);
+      if (at + d->length > got) return;  // not all in the log yet: next time
+      if (d->stream == LogStream::marker) {
+        s.partial[0].clear();
+        s.partial[1].clear();
+      }
+      if (d->stream != LogStream::out && d->stream != LogStream::err) continue;
+      s.take(d->stream == LogStream::err ? 1 : 0, std::string_view(buf_.data() + at, d->length), cursor_of(s.next),
+             s.next, d->time_us, fired);
+    }
   }
 }
 
 void LogWatch::pass(bool at_end) {
   if (main_ && !main_->live()) main_.reset();  // nothing left to look for: read nothing
   if (added_ && !added_->live()) added_.reset();
-  if (!main_ && !added_) return;
+  if (!main_ && !added_) {
+    buf_ = std::string();  // nothing to read with it for now
+    return;
+  }
   if (!open_index()) return;
   Fired fired;
   auto tails = [&](Scanner& s) { s.tails(at_end, [this](std::size_t c) { return cursor_of(c); }, &fired); };

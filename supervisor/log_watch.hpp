@@ -1,10 +1,13 @@
 #pragma once
 // The log conditions of one command, all of them (the record's and every
 // reader's), matched in one pass over its new output: the bytes of each
-// chunk the monitor indexed (log_index.hpp) are read once and searched for
-// every condition at once (an RE2::Set per stream, linear time), so 300
-// readers with 300 patterns cost one read and one scan of the output, not
-// 300. Lines are per stream (stdout and stderr each have their own); a
+// chunk the monitor indexed (log_index.hpp) are read once (chunks that
+// follow each other in the file with one read) and searched for every
+// condition at once, so 300 readers with 300 patterns cost one read and one
+// scan of the output, not 300. The scan looks for the patterns' literals
+// (LogWatchFilter) and gives only the lines holding one to an RE2::Set of
+// those patterns; patterns without a literal go through a set over every
+// line. Lines are per stream (stdout and stderr each have their own); a
 // condition reads stdout, stderr or both (readyLogStream).
 //
 // A condition added later still sees the whole log: conditions added
@@ -52,12 +55,15 @@ class LogWatch {
 
  private:
   struct Entry;
+  struct Group;
+  struct StreamConditions;
   struct Scanner;
   using Fired = std::vector<std::pair<std::shared_ptr<Entry>, ReadyMatch>>;
   void pass(bool at_end);
   /// Opens the index once there is one; false while there is nothing to read.
   bool open_index();
-  /// Reads the chunks past scanner `s`'s position into it.
+  /// Reads the chunks past scanner `s`'s position into it, those that follow
+  /// each other in the log's data file with one read.
   void feed(Scanner& s, Fired* fired);
   std::string cursor_of(std::size_t chunk) const;
   static void fire(Fired& fired);
@@ -66,6 +72,7 @@ class LogWatch {
   LogIndex index_;
   bool legacy_ = false;  // a record of a build before the index: `log` alone, as one stdout
   std::uint64_t next_token_ = 1;
+  std::string buf_;  // the bytes of the chunks being read
   std::unique_ptr<Scanner> main_;   // its conditions are searched in new output only
   std::unique_ptr<Scanner> added_;  // conditions added since: searched from the start
 };

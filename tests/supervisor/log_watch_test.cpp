@@ -1,6 +1,11 @@
 // LogWatch (supervisor/log_watch.hpp): many log conditions of one command
 // matched in one pass over an index and log written as the monitor does.
 #include "supervisor/log_watch.hpp"
+
+#include <re2/re2.h>
+
+#include <random>
+
 #include "tests/supervisor/test_util.hpp"
 
 namespace {
@@ -21,6 +26,20 @@ class LogWatchTest : public ::testing::Test {
     log_ += bytes;
     write_file(tmp_ / "log", log_);
     write_file(tmp_ / "index", index_);
+  }
+  /// Many chunks at once, appended as the monitor does (the bytes, then their entries).
+  void append(const std::vector<std::pair<std::string, std::int64_t>>& chunks) {
+    if (log_.empty()) write_file(tmp_ / "index", index_);  // its header
+    std::string bytes, entries;
+    for (const auto& [b, us] : chunks) {
+      entries += sup::encode_index_entry(
+          LogChunk{log_.size() + bytes.size(), us, static_cast<std::uint32_t>(b.size()), LogStream::out});
+      bytes += b;
+    }
+    std::ofstream(tmp_ / "log", std::ios::binary | std::ios::app) << bytes;
+    std::ofstream(tmp_ / "index", std::ios::binary | std::ios::app) << entries;
+    log_ += bytes;
+    index_ += entries;
   }
   /// Keeps the match in *m.
   static LogWatch::OnMatch to(std::optional<ReadyMatch>* m) {
@@ -143,6 +162,97 @@ TEST_F(LogWatchTest, AtTheEndALastLongLineWithoutNewlineMatches) {
   w.finish();
   ASSERT_TRUE(m);
   EXPECT_EQ(m->text.size(), sup::kMaxMatchText);
+}
+
+TEST_F(LogWatchTest, ManyConditionsEachGetTheFirstLineALineByLineSearchFinds) {
+  // Patterns with literals and without, case-folded, alternations, anchors and
+  // classes; output cut into chunks at odd places, read a few chunks at a time,
+  // conditions added on the way: each one matches the first line RE2 matches alone.
+  std::vector<std::string> patterns;
+  for (int i = 0; i < 120; ++i) patterns.push_back("^marker-" + std::to_string(i) + "$");
+  for (const char* p : {"(?i)server READY", "listening on (port )?\\d+", "^$", "\\d{3}", "err(or)?: x", "\\Aonly\\z",
+                        "(?i)é", "^[A-Z]+$", "done|finished", "ab+c", "(?i)^KEY=", "\\bk\\w+", "NEVER-SEEN"})
+    patterns.push_back(p);
+  std::mt19937 rng(15);
+  std::vector<std::string> lines;
+  const std::vector<std::string> others = {"Server Ready now", "listening on 8080", "", "code 404", "err: x",
+                                           "only", "ONLY", "CAFÉ", "finished", "abbbc", "key=1", "a kilo",
+                                           "marker-7 ", "xmarker-8", "MARKER-9"};
+  for (int i = 0; i < 6000; ++i) {
+    const unsigned r = rng() % 100;
+    if (r < 3) lines.push_back("marker-" + std::to_string(rng() % 130));
+    else if (r < 8) lines.push_back(others[rng() % others.size()]);
+    else lines.push_back(std::string(rng() % 120, 'x'));
+  }
+  std::string out;
+  std::vector<std::size_t> line_end;  // where each line's newline is
+  for (const std::string& l : lines) {
+    out += l;
+    line_end.push_back(out.size());
+    out += '\n';
+  }
+  std::vector<std::size_t> chunk_end;  // one past each chunk's last byte
+  for (std::size_t at = 0; at < out.size();) {
+    at = std::min(out.size(), at + 1 + rng() % (rng() % 4 == 0 ? 40000 : 300));
+    chunk_end.push_back(at);
+  }
+
+  LogWatch w(tmp_.path());
+  std::vector<std::optional<ReadyMatch>> got(patterns.size());
+  const std::size_t late = patterns.size() / 2;  // the others join half way
+  bool added = false;
+  for (std::size_t i = 0; i < late; ++i) w.add(cond("log " + patterns[i]), to(&got[i]));
+  for (std::size_t c = 0, from = 0; c < chunk_end.size();) {
+    std::vector<std::pair<std::string, std::int64_t>> batch;
+    for (std::size_t n = 1 + rng() % 30; n > 0 && c < chunk_end.size(); --n, ++c) {
+      batch.emplace_back(out.substr(from, chunk_end[c] - from), static_cast<std::int64_t>(c));
+      from = chunk_end[c];
+    }
+    append(batch);
+    if (!added && c > chunk_end.size() / 2) {
+      for (std::size_t i = late; i < patterns.size(); ++i) w.add(cond("log " + patterns[i]), to(&got[i]));
+      added = true;
+    }
+    w.output();
+  }
+  std::size_t matched = 0;
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    RE2 re(patterns[i]);
+    std::optional<std::size_t> first;
+    for (std::size_t l = 0; l < lines.size() && !first; ++l)
+      if (RE2::PartialMatch(lines[l], re)) first = l;
+    SCOPED_TRACE(patterns[i]);
+    ASSERT_EQ(got[i].has_value(), first.has_value());
+    if (!first) continue;
+    ++matched;
+    const std::size_t chunk = static_cast<std::size_t>(
+        std::upper_bound(chunk_end.begin(), chunk_end.end(), line_end[*first]) - chunk_end.begin());
+    EXPECT_EQ(got[i]->text, lines[*first]);
+    EXPECT_EQ(got[i]->time_us, static_cast<std::int64_t>(chunk));
+    char cursor[48];
+    std::snprintf(cursor, sizeof cursor, "0000000000000abc-%zu", chunk);
+    EXPECT_EQ(got[i]->cursor, cursor);
+  }
+  EXPECT_GT(matched, 100u);
+  EXPECT_FALSE(got.back());  // NEVER-SEEN
+}
+
+TEST_F(LogWatchTest, AChunkWhoseBytesAreNotInTheLogYetIsReadNextTime) {
+  LogWatch w(tmp_.path());
+  std::optional<ReadyMatch> m;
+  w.add(cond("log ^ready$"), to(&m));
+  chunk(LogStream::out, "boot\n", 1);
+  // The entry of the next chunk is there, its bytes only in part.
+  index_ += sup::encode_index_entry(LogChunk{log_.size(), 2, 6, LogStream::out});
+  write_file(tmp_ / "index", index_);
+  write_file(tmp_ / "log", log_ + "rea");
+  w.output();
+  EXPECT_FALSE(m);
+  write_file(tmp_ / "log", log_ + "ready\n");
+  w.output();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->time_us, 2);
+  EXPECT_EQ(m->cursor, "0000000000000abc-1");
 }
 
 }  // namespace
