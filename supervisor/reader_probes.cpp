@@ -22,6 +22,7 @@ std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::st
       if (!guard->fn) return;  // cancelled already
     }
     if (!still_running()) return;
+    if (c.kind == ReadyCondition::Kind::notify) notify_.insert(token);
     probes_[token] = Probe{id, ReadinessProbe::start(loop_, c, dir, c.kind == ReadyCondition::Kind::log ? logs_.of(id) : nullptr, [this, token, guard](const ReadyMatch& m) {
                              fire(token, guard, m);
                            })};
@@ -42,7 +43,12 @@ void ReaderProbes::cancel(std::uint64_t token) {
     std::lock_guard g(guard->mu);
     guard->fn = nullptr;
   }
-  loop_.post([this, token] { probes_.erase(token); });
+  loop_.post([this, token] { erase(token); });
+}
+
+void ReaderProbes::erase(std::uint64_t token) {
+  probes_.erase(token);
+  notify_.erase(token);
 }
 
 void ReaderProbes::fire(std::uint64_t token, const std::shared_ptr<Guard>& guard, const ReadyMatch& m) {
@@ -55,7 +61,7 @@ void ReaderProbes::fire(std::uint64_t token, const std::shared_ptr<Guard>& guard
     }
   }
   // Not now: this runs inside the probe.
-  loop_.post([this, token] { probes_.erase(token); });
+  loop_.post([this, token] { erase(token); });
 }
 
 template <class Fn>
@@ -68,14 +74,21 @@ void ReaderProbes::each_of(const std::string& id, Fn fn) {
 }
 
 void ReaderProbes::output(const std::string& id) {
-  each_of(id, [](ReadinessProbe& p) { p.output(); });
+  std::vector<std::shared_ptr<ReadinessProbe>> mine;  // a callback may post an erase: walk a copy
+  for (std::uint64_t token : notify_)
+    if (auto it = probes_.find(token); it != probes_.end() && it->second.id == id) mine.push_back(it->second.probe);
+  for (auto& p : mine) p->output();
 }
 
 void ReaderProbes::finish(const std::string& id) {
   each_of(id, [](ReadinessProbe& p) { p.finish(); });
   std::erase_if(probes_, [&](const auto& kv) { return kv.second.id == id; });
+  std::erase_if(notify_, [&](std::uint64_t token) { return !probes_.count(token); });
 }
 
-void ReaderProbes::clear() { probes_.clear(); }
+void ReaderProbes::clear() {
+  probes_.clear();
+  notify_.clear();
+}
 
 }  // namespace sup

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "supervisor/event_loop.hpp"
@@ -54,6 +55,7 @@ class ReaderProbes {
     std::string id;
     std::shared_ptr<ReadinessProbe> probe;
   };
+  void erase(std::uint64_t token);  // loop thread
   void fire(std::uint64_t token, const std::shared_ptr<Guard>& guard, const ReadyMatch& m);  // loop thread
   template <class Fn>
   void each_of(const std::string& id, Fn fn);  // loop thread
@@ -64,6 +66,10 @@ class ReaderProbes {
   std::mutex mu_;
   std::map<std::uint64_t, std::shared_ptr<Guard>> guards_;  // guarded by mu_
   std::map<std::uint64_t, Probe> probes_;                   // loop thread only
+  // The probes of notify conditions, the only ones a change of the folder
+  // concerns (log conditions are their LogWatch's): output() looks at
+  // these alone, not at every reader's probe at every chunk of output.
+  std::set<std::uint64_t> notify_;  // loop thread only
 };
 
 }  // namespace sup

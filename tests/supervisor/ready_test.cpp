@@ -279,5 +279,33 @@ TEST_F(ReadyTest, APromptWithoutNewlineIsReadyWhileItRuns) {
   EXPECT_TRUE(sup_->status(id)->running);
 }
 
+TEST_F(ReadyTest, ReadersOfTheCommandsWordAndOfALogLineAreEachAnsweredWhenItComes) {
+  // Each reader's probe hears of the command's output: the one of a notify
+  // condition looks for the word, the one of a log condition for its line.
+  const std::string gate = state_dir() + "/gate";
+  auto fd3 = sup::ready_condition_from_json(nlohmann::json{{"readyFd", 3}});
+  ASSERT_TRUE(fd3.ok() && fd3.value());
+  auto spec = shell("echo waiting; while [ ! -e '" + gate + "' ]; do sleep 0.02; done; echo >&3; echo serving; sleep 30");
+  spec.ready = *fd3.value();
+  auto st = sup_->start(spec);
+  ASSERT_TRUE(st.ok());
+  const std::string id = st->bg_id;
+  std::atomic<int> word{0}, waiting{0}, line{0};
+  auto a = sup_->probe_for_reader(id, *fd3.value(), [&](const sup::ReadyMatch& m) {
+    if (m.kind == sup::ReadyCondition::Kind::notify) ++word;
+  });
+  // Probes start in order: once this one is answered, the first one is probing.
+  auto w = sup_->probe_for_reader(id, cond("log ^waiting$"), [&](const sup::ReadyMatch&) { ++waiting; });
+  auto b = sup_->probe_for_reader(id, cond("log ^serving$"), [&](const sup::ReadyMatch& m) {
+    if (m.text == "serving") ++line;
+  });
+  ASSERT_TRUE(a.ok() && w.ok() && b.ok());
+  ASSERT_TRUE(wait_until([&] { return waiting.load() == 1; }, 10000ms, 10ms));
+  EXPECT_EQ(word.load() + line.load(), 0);
+  write_file(gate, "");
+  EXPECT_TRUE(wait_until([&] { return word.load() == 1 && line.load() == 1; }, 10000ms, 10ms));
+  for (auto t : {*a, *w, *b}) sup_->cancel_probe(t);
+}
+
 }  // namespace
 }  // namespace sbxtest
