@@ -23,6 +23,10 @@ namespace {
 constexpr std::size_t kMaxLine = 16u << 20;  // a longer line is matched in pieces
 constexpr std::size_t kLegacyRead = 1u << 20;
 constexpr std::size_t kMaxRead = 256u << 10;  // chunks read at once (a longer one alone)
+// A region of at least kDenseMin bytes whose lines mostly pass the filter
+// sends the next kDenseSkip regions past it.
+constexpr std::size_t kDenseMin = 4096;
+constexpr int kDenseSkip = 15;
 
 std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -145,6 +149,7 @@ struct LogWatch::StreamConditions {
   Group every_line;
   Group filtered;
   std::optional<LogWatchFilter> filter;
+  int unfiltered_regions = 0;  // regions `filtered` searches whole, the filter having let most lines through
 
   bool empty() const { return every_line.empty() && filtered.empty(); }
 
@@ -166,14 +171,34 @@ struct LogWatch::StreamConditions {
   }
 
   std::size_t search(int s, std::string_view region, const std::string& cursor, std::int64_t time_us,
-                     Fired* fired) const {
+                     Fired* fired) {
     std::size_t matched = 0;
     if (!every_line.empty()) matched += every_line.search(s, region, cursor, time_us, fired);
-    if (!filtered.empty()) {
-      std::string_view line;
-      for (std::size_t from = 0; filter->next(region, &from, &line);)
-        matched += filtered.search(s, line, cursor, time_us, fired);
+    if (filtered.empty()) return matched;
+    if (unfiltered_regions > 0) {
+      --unfiltered_regions;
+      return matched + filtered.search(s, region, cursor, time_us, fired);
     }
+    // Lines that follow each other are searched together: one set search for them all.
+    std::size_t run_from = 0, run_to = 0, kept = 0;
+    bool run = false;
+    std::string_view line;
+    for (std::size_t from = 0; filter->next(region, &from, &line);) {
+      const std::size_t at = static_cast<std::size_t>(line.data() - region.data());
+      kept += line.size() + 1;
+      if (run && at == run_to + 1) {
+        run_to = at + line.size();
+        continue;
+      }
+      if (run) matched += filtered.search(s, region.substr(run_from, run_to - run_from), cursor, time_us, fired);
+      run = true;
+      run_from = at;
+      run_to = at + line.size();
+    }
+    if (run) matched += filtered.search(s, region.substr(run_from, run_to - run_from), cursor, time_us, fired);
+    // Most lines hold a literal (a pattern's word is in every line): for a
+    // while the set alone searches, which is cheaper than the filter and the set.
+    if (region.size() >= kDenseMin && kept * 2 > region.size()) unfiltered_regions = kDenseSkip;
     return matched;
   }
 };

@@ -255,4 +255,35 @@ TEST_F(LogWatchTest, AChunkWhoseBytesAreNotInTheLogYetIsReadNextTime) {
   EXPECT_EQ(m->cursor, "0000000000000abc-1");
 }
 
+TEST_F(LogWatchTest, OutputWhereEveryLineHoldsALiteralIsSearchedAsWell) {
+  // Every line has "error ": the filter lets all through, and the set then
+  // searches whole chunks for a while; matches are found either way.
+  LogWatch w(tmp_.path());
+  std::optional<ReadyMatch> marker, marker16, done, never;
+  w.add(cond("log ^marker-5$"), to(&marker));
+  w.add(cond("log ^marker-16$"), to(&marker16));
+  w.add(cond("log error \\d+ done"), to(&done));
+  w.add(cond("log error x"), to(&never));
+  std::string dense;
+  while (dense.size() < 8192) dense += "2026-12-01 error 12 in module m\n";
+  std::vector<std::pair<std::string, std::int64_t>> chunks;
+  for (int i = 0; i < 40; ++i) {
+    std::string bytes = dense;
+    if (i == 3) bytes += "marker-5\n";
+    if (i == 16) bytes = "marker-16\n" + bytes;
+    if (i == 35) bytes += "error 7 done\n";
+    chunks.emplace_back(bytes, i);
+  }
+  for (const auto& c : chunks) {
+    append({c});
+    w.output();
+  }
+  ASSERT_TRUE(marker && marker16 && done);
+  EXPECT_FALSE(never);
+  EXPECT_EQ(marker->time_us, 3);
+  EXPECT_EQ(marker16->time_us, 16);
+  EXPECT_EQ(done->time_us, 35);
+  EXPECT_EQ(done->text, "error 7 done");
+}
+
 }  // namespace
