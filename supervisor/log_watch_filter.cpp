@@ -19,7 +19,7 @@ namespace {
 // every line instead (a regex over a whole chunk beats one per line).
 constexpr int kMinAtomLen = 3;
 constexpr std::size_t kMaxKey = 8;
-// Up to this many rare bytes are compared 16 at a time; more, one by one.
+// Up to this many rare bytes are looked for 16 or 32 bytes at a time; more, byte by byte.
 constexpr std::size_t kMaxSimdNeedles = 8;
 
 unsigned char lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? static_cast<unsigned char>(c + 32) : c; }

@@ -49,7 +49,8 @@ class LogWatchFilter {
   };
   /// The first byte at or after `p` that is a rare byte or >= 0x80, or `end`.
   const char* scan(const char* p, const char* end) const;
-  /// Whether an atom may start `offset` bytes before `p` (within [begin, end)).
+  /// Whether an atom whose rare byte is `*p` (ASCII) may be there: its
+  /// bucket's key `offset` bytes before `p`, within [begin, end).
   bool confirms(const char* begin, const char* end, const char* p) const;
 
   std::vector<unsigned char> needles_;             // the rare bytes, both cases of a letter
