@@ -35,7 +35,7 @@ bool BlockingReadHandle::answer_ready() {
     if (answer_) return true;
   }
   const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
-  return !st || st->over() || (until_ == ParkedRequests::Until::ready && (own_ ? own_->met() : st->ready));
+  return !st || st->over() || (until_ == ParkedRequests::Until::ready && (own_ ? own_->met_for(*st) : st->ready));
 }
 
 Reply BlockingReadHandle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events) {

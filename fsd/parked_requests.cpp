@@ -180,7 +180,7 @@ bool ParkedRequests::holds(const std::optional<sup::CommandStatus>& st, Until un
     return true;
   }
   // A command that became ready and ended since was ready first.
-  if (until == Until::ready && (own ? own->met() : st->ready)) {
+  if (until == Until::ready && (own ? own->met_for(*st) : st->ready)) {
     *why = Outcome::ready;
     return true;
   }

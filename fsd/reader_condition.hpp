@@ -17,6 +17,7 @@
 
 #include <optional>
 
+#include "supervisor/command_status.hpp"
 #include "supervisor/ready_condition.hpp"
 #include "supervisor/ready_match.hpp"
 
@@ -40,6 +41,11 @@ class ReaderCondition {
   const sup::ReadyCondition& condition() const { return cond_; }
   /// The condition has held (it stays met).
   bool met() const { return met_.load(); }
+  /// It has held, or the record it was copied from is ready on this same
+  /// condition (the record's probe found it first).
+  bool met_for(const sup::CommandStatus& st) const {
+    return met() || (st.ready && st.ready_cond && *st.ready_cond == cond_);
+  }
   /// When it held (ISO-8601 UTC, ms: the output's own time for a log
   /// match); empty until met.
   std::string met_at() const;

@@ -179,10 +179,10 @@ class ReadyHandle : public BlockingReadHandle {
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
     const ReaderCondition* own = own_condition();
     // A reader's own condition that held just before the end was met first.
-    const bool ready = why == ParkedRequests::Outcome::ready || (own && own->met());
+    const bool ready = why == ParkedRequests::Outcome::ready || (own && own->met_for(st));
     std::string ready_at = st.ready_at;
     std::optional<sup::ReadyMatch> matched = st.ready_match;
-    if (own) {
+    if (own && own->met()) {
       ready_at = own->met_at();
       matched = own->match();
     }

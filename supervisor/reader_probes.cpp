@@ -23,9 +23,10 @@ std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::st
     }
     if (!still_running()) return;
     if (c.kind == ReadyCondition::Kind::notify) notify_.insert(token);
-    probes_[token] = Probe{id, ReadinessProbe::start(loop_, c, dir, c.kind == ReadyCondition::Kind::log ? logs_.of(id) : nullptr, [this, token, guard](const ReadyMatch& m) {
-                             fire(token, guard, m);
-                           })};
+    std::shared_ptr<ReadinessProbe> probe =
+        ReadinessProbe::start(loop_, c, dir, c.kind == ReadyCondition::Kind::log ? logs_.of(id) : nullptr,
+                              [this, token, guard](const ReadyMatch& m) { fire(token, guard, m); });
+    probes_[token] = Probe{id, c, guard, std::move(probe)};
   });
   return token;
 }
@@ -62,6 +63,13 @@ void ReaderProbes::fire(std::uint64_t token, const std::shared_ptr<Guard>& guard
   }
   // Not now: this runs inside the probe.
   loop_.post([this, token] { erase(token); });
+}
+
+void ReaderProbes::held(const std::string& id, const ReadyCondition& c, const ReadyMatch& m) {
+  std::vector<std::pair<std::uint64_t, std::shared_ptr<Guard>>> same;  // fire() posts erases: collect first
+  for (auto& [token, p] : probes_)
+    if (p.id == id && p.cond == c) same.emplace_back(token, p.guard);
+  for (auto& [token, guard] : same) fire(token, guard, m);
 }
 
 template <class Fn>

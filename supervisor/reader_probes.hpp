@@ -1,9 +1,9 @@
 #pragma once
 // Readiness conditions of single readers (`procs/ID/ready,readyPort=N`):
 // probed like a record's own condition (ReadinessProbe), but for one reader
-// alone. The record's condition (readyWhen) and its ready/readyAt are
-// neither used nor changed, and any number of readers may each probe their
-// own condition on the same command.
+// alone; any number of readers may each probe their own condition on the
+// same command. A reader whose condition is a copy of the record's also
+// holds when the record's does (held()).
 //
 // add() and cancel() may be called from any thread; output(), finish() and
 // clear() belong to the event loop's thread, where the probes live.
@@ -40,6 +40,9 @@ class ReaderProbes {
   /// Stops the probe of `token`; waits for an on_ready that is running.
   void cancel(std::uint64_t token);
 
+  /// `c` holds on `id` (the record's own probe found `m`): the readers
+  /// probing the same condition are answered with it now (loop thread).
+  void held(const std::string& id, const ReadyCondition& c, const ReadyMatch& m);
   void output(const std::string& id);  ///< the folder of `id` changed (loop thread)
   void finish(const std::string& id);  ///< `id` ended: probing stops (loop thread)
   void clear();                        ///< drops every probe (loop thread)
@@ -53,6 +56,8 @@ class ReaderProbes {
   };
   struct Probe {
     std::string id;
+    ReadyCondition cond;
+    std::shared_ptr<Guard> guard;
     std::shared_ptr<ReadinessProbe> probe;
   };
   void erase(std::uint64_t token);  // loop thread

@@ -30,7 +30,8 @@ void Supervisor::Impl::start_probe(const std::string& id) {
                                      [this, id](const ReadyMatch& m) { mark_ready(id, m); });
 }
 
-void Supervisor::Impl::mark_ready(const std::string& id, const ReadyMatch& m) {
+void Supervisor::Impl::mark_ready(const std::string& id, const ReadyMatch& m, bool news_later) {
+  std::optional<ReadyCondition> cond;
   {
     std::lock_guard g(mu);
     auto it = records.find(id);
@@ -38,11 +39,33 @@ void Supervisor::Impl::mark_ready(const std::string& id, const ReadyMatch& m) {
     it->second.ready = true;
     it->second.ready_at = iso_of_us(m.time_us);
     it->second.ready_match = m;
+    cond = it->second.ready_cond;
     save_ready(it->second);
   }
   // Dropping the probe here is safe: it is done and touches nothing after on_ready.
   loop->post([this, id] { if (auto it = probes.find(id); it != probes.end() && it->second) probes.erase(it); });
-  dispatch(Event{Event::Kind::ready, id});
+  if (news_later)
+    loop->post([this, id] { dispatch(Event{Event::Kind::ready, id}); });
+  else
+    dispatch(Event{Event::Kind::ready, id});
+  // Readers that wait for a copy of this condition hold with the record,
+  // never long after it (their own probe may be on a longer interval).
+  // Posted: this may run inside a reader's callback, under its guard.
+  if (cond) loop->post([this, id, c = std::move(*cond), m] { reader_probes->held(id, c, m); });
+}
+
+void Supervisor::Impl::reader_condition_held(const std::string& id, const ReadyCondition& c, const ReadyMatch& m) {
+  bool same = false;
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    same = it != records.end() && !it->second.ready && it->second.ready_cond == c;
+  }
+  // The record's condition is this one: it holds for the record too, and
+  // the record says so before this reader's answer does. The news waits
+  // until the reader's own callback has run: told now, a reader of an
+  // ended command would be answered as ended before its condition is met.
+  if (same) mark_ready(id, m, true);
 }
 
 void Supervisor::Impl::probe_output(const std::string& id) {

@@ -184,7 +184,11 @@ Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const 
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
     if (Status st = check_started(id, it->second); !st) return st.error();
   }
-  return I.reader_probes->add(id, c, I.dir_of(id), std::move(on_ready), running);
+  auto held = [&I, id, c, on_ready = std::move(on_ready)](const ReadyMatch& m) {
+    I.reader_condition_held(id, c, m);
+    on_ready(m);
+  };
+  return I.reader_probes->add(id, c, I.dir_of(id), std::move(held), running);
 }
 
 void Supervisor::cancel_probe(std::uint64_t token) { impl_->reader_probes->cancel(token); }

@@ -138,7 +138,9 @@ class Supervisor {
   /// changes nothing.
   Status set_ready(const std::string& id, const ReadyCondition& c);
   /// Probes `c` on running command `id` for one reader alone: the record's
-  /// own condition and its ready/readyAt stay as they are. `on_ready` runs at
+  /// own condition stays as it is, and its ready/readyAt too unless `c` is
+  /// that condition (then the record is marked ready first, and the reader
+  /// is answered when the record's own probe holds first). `on_ready` runs at
   /// most once, on the event thread, when `c` holds, with what matched; never after
   /// cancel_probe() of the token returned; it must not call cancel_probe().
   /// Ended or never started: no_such_process. Each token must be cancelled.

@@ -143,7 +143,10 @@ struct Supervisor::Impl {
 
   // readiness.cpp
   void start_probe(const std::string& id);  // loop thread
-  void mark_ready(const std::string& id, const ReadyMatch& m);  // loop thread
+  /// `news_later`: the ready event is posted, not dispatched at once.
+  void mark_ready(const std::string& id, const ReadyMatch& m, bool news_later = false);  // loop thread
+  /// A reader's probe found `c` holding: the record's too when it is its condition (loop thread).
+  void reader_condition_held(const std::string& id, const ReadyCondition& c, const ReadyMatch& m);
   /// The log grew or the folder changed: every probe of `id` looks (loop thread).
   void probe_output(const std::string& id);
   /// `id` ended: last lines are matched, probing stops (loop thread).
