@@ -229,8 +229,9 @@ void Supervisor::Impl::await_monitor_gone(UniqueFd pidfd, const std::string& cgr
   // gone. A cgroup's name is never used again by a later start (cgroup
   // names count on across daemons), so a cgroup found here is the ended
   // record's own.
+  if (cgroup.empty()) return;  // a process tree: nothing to look for (the pidfd closes)
   auto leftover = [this, cgroup] {
-    if (!cgroup.empty() && Cgroup(cgroup).exists()) work->post([cg = Cgroup(cgroup)] { cg.destroy(); });
+    if (Cgroup(cgroup).exists()) work->post([cg = Cgroup(cgroup)] { cg.destroy(); });
   };
   if (!pidfd) return leftover();  // no pidfd (out of descriptors): look now
   const int fd = pidfd.get();
