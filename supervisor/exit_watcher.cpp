@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "supervisor/files.hpp"
 #include "supervisor/log_index.hpp"
@@ -97,6 +98,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
   std::string dir = dir_of(id);
   MonitorInfo m;
   std::vector<std::string> marks;
+  bool reruns = true;
   {
     std::lock_guard g(mu);
     auto it = records.find(id);
@@ -104,6 +106,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     if (it->second.scanning && !scanned) return;  // the scan's end calls again
     m = it->second.monitor;
     marks = env_marks(it->second);
+    reruns = !it->second.spec || it->second.spec->restart != RestartPolicy::no;
   }
   // A command that ended before its probe ran still gets its log checked.
   if (!scanned && !probes.count(id)) start_probe(id);
@@ -124,12 +127,16 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     return;
   }
   const std::optional<std::uint64_t> dropped = dropped_bytes(dir);  // final: the monitor is done
-  // The last run's monitor.json, in case its news comes after the end's (restart policy).
+  // The last run's monitor.json, in case its news comes after the end's
+  // (restart policy; without one it is never written again after the start).
   std::optional<MonitorInfo> last_run;
-  if (auto mt = read_file(dir + "/" + kMonitorFile); mt.ok() && mt.value())
-    if (auto pm = parse_monitor(*mt.value()); pm && pm.value().monitor_pid == m.monitor_pid) last_run = pm.value();
+  if (reruns)
+    if (auto mt = read_file(dir + "/" + kMonitorFile); mt.ok() && mt.value())
+      if (auto pm = parse_monitor(*mt.value()); pm && pm.value().monitor_pid == m.monitor_pid) last_run = pm.value();
   ExitInfo info;
   std::optional<Error> err;
+  UniqueFd monitor_fd;         // the monitor's pidfd, watched still
+  std::vector<int> stale_wds;  // inotify watches of the record
   if (text.ok() && text.value()) {
     auto e = parse_exit(*text.value());
     if (e) info = e.value();
@@ -147,10 +154,13 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
       return;
     }
     Record& r = it->second;
-    if (r.pidfd) loop->unwatch(r.pidfd.get());
-    r.pidfd.reset();
+    // The watches are dropped from the tables now (what they still report
+    // is ignored) and from the kernel after the news: inotify_rm_watch
+    // waits for the kernel's workers, about 0.1 ms each on the wake-up's path.
+    if (r.pidfd) loop->unwatch(r.pidfd.get());  // watched again once tidying (await_monitor_gone)
+    monitor_fd = std::move(r.pidfd);
     if (r.log_wd >= 0) {
-      ::inotify_rm_watch(inotify.get(), r.log_wd);
+      stale_wds.push_back(r.log_wd);
       wd_ids.erase(r.log_wd);
       r.log_wd = -1;
     }
@@ -159,11 +169,11 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
         ++w;
         continue;
       }
-      ::inotify_rm_watch(inotify.get(), w->first);
+      stale_wds.push_back(w->first);
       w = wd_ids.erase(w);
     }
     if (r.dir_wd >= 0) {
-      ::inotify_rm_watch(inotify.get(), r.dir_wd);
+      stale_wds.push_back(r.dir_wd);
       dir_wd_ids.erase(r.dir_wd);
       r.dir_wd = -1;
     }
@@ -191,13 +201,46 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
   // The last output may have been written just before the exit.
   dispatch(Event{Event::Kind::output, id});
   dispatch(Event{Event::Kind::ended, id});
-  // The monitor removes the cgroup before its exit.json; one it could not
-  // remove goes now. Looked for here, not on the worker: a start made
-  // meanwhile may reuse the name (a new supervisor counts attempts from 1),
-  // and the worker would destroy that one.
-  if (!m.cgroup.empty() && Cgroup(m.cgroup).exists()) work->post([cg = Cgroup(m.cgroup)] { cg.destroy(); });
+  // The rest is tidying: later, so that the readers just answered get the
+  // CPU first (this thread would keep it for another 0.1 ms, the kernel's
+  // workers that inotify_rm_watch wakes too).
+  tidy_later([this, wds = std::move(stale_wds), fd = std::make_shared<UniqueFd>(std::move(monitor_fd)),
+              cgroup = m.cgroup] {
+    for (const int wd : wds) ::inotify_rm_watch(inotify.get(), wd);
+    await_monitor_gone(std::move(*fd), cgroup);
+  });
   prune();  // after the news: a reader told of the end may still find the record
   start_queued();  // its place is free
+}
+
+void Supervisor::Impl::tidy_later(std::function<void()> task) {
+  tidying.push_back(std::move(task));
+  if (tidying.size() > 1) return;  // the timer is armed
+  loop->add_timer(EventLoop::Clock::now() + std::chrono::milliseconds(1), [this] {
+    std::vector<std::function<void()>> due;
+    due.swap(tidying);
+    for (const auto& t : due) t();
+  });
+}
+
+void Supervisor::Impl::await_monitor_gone(UniqueFd pidfd, const std::string& cgroup) {
+  // The monitor removes the cgroup after its exit.json, just before it
+  // exits; one it could not remove (or left when killed) goes once it is
+  // gone. A cgroup's name is never used again by a later start (cgroup
+  // names count on across daemons), so a cgroup found here is the ended
+  // record's own.
+  if (cgroup.empty()) return;  // a process tree: nothing to look for (the pidfd closes)
+  auto leftover = [this, cgroup] {
+    if (Cgroup(cgroup).exists()) work->post([cg = Cgroup(cgroup)] { cg.destroy(); });
+  };
+  if (!pidfd) return leftover();  // no pidfd (out of descriptors): look now
+  const int fd = pidfd.get();
+  auto owned = std::make_shared<UniqueFd>(std::move(pidfd));
+  loop->watch(fd, [this, fd, owned, leftover] {  // readable: the monitor is gone
+    loop->unwatch(fd);
+    owned->reset();
+    leftover();
+  });
 }
 
 void Supervisor::Impl::on_inotify() {

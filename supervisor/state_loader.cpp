@@ -110,6 +110,10 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (it->second.error && has_ended(it->second.state)) it->second.state = CommandState::error;
   if (has_ended(it->second.state)) note_ended(it->second);
   if (is_running(it->second.state)) {
+    if (const std::string& cg = it->second.monitor.cgroup; !cg.empty()) {
+      const std::uint64_t n = std::strtoull(cg.c_str() + cg.rfind('-') + 1, nullptr, 10);
+      if (n >= cgroup_serial) cgroup_serial = n + 1;
+    }
     // A frozen cgroup is a command paused before the restart; a monitor
     // between two runs (restart policy) says when the next one starts.
     if (const std::string& cg = it->second.monitor.cgroup; !cg.empty() && Cgroup(cg).frozen())
@@ -145,6 +149,7 @@ Status Supervisor::Impl::load() {
   [[maybe_unused]] auto t = ::ftruncate(lock_fd.get(), 0);
   [[maybe_unused]] auto w = ::pwrite(lock_fd.get(), me.data(), me.size(), 0);
 
+  cgroup_serial = static_cast<std::uint64_t>(now_ms());
   if (auto c = read_file(opts.state_dir + "/counter"); c.ok() && c.value()) {
     counter_on_disk = std::strtoull(c.value()->c_str(), nullptr, 10);
     counter = std::max<std::uint64_t>(1, counter_on_disk);

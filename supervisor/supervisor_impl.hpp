@@ -5,6 +5,7 @@
 // Not for users of the library: they see supervisor.hpp.
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,10 @@ struct Supervisor::Impl {
   std::optional<EndedRecords::Millis> retention_due;  // when it fires; guarded by mu
   std::uint64_t retention_gen = 0;                  // which arming is current; guarded by mu
   std::atomic<std::uint64_t> del_seq{0};            // makes staging/del-* names unique
+  // N of the next command cgroup's name (cmd-ID-N): never used twice, across
+  // daemons too (it starts past the clock in ms and past every cgroup taken
+  // back at load), so no cgroup of an ended record shares a later start's name.
+  std::atomic<std::uint64_t> cgroup_serial{0};
 
   mutable CpuSampler cpu;
 
@@ -76,6 +81,8 @@ struct Supervisor::Impl {
   // Cgroup tracking: where new commands' cgroups go (none: process trees), and why not.
   std::optional<CgroupHierarchy> cgroups;
   std::string no_cgroup;
+
+  std::vector<std::function<void()>> tidying;  // tidy_later()'s tasks; loop thread only
 
   std::unique_ptr<MonitorLauncher> launcher;
   std::unique_ptr<WorkPool> work;   // before loop: its tasks may post to the loop
@@ -121,6 +128,12 @@ struct Supervisor::Impl {
   void watch_tail(const std::string& id, const std::string& name);  // needs mu; a tail segment's index
   /// `scanned`: called again once finish_unknown has run (on the worker pool).
   void on_monitor_exit(const std::string& id, bool scanned = false);
+  /// Runs `task` about a millisecond from now, with the others due then
+  /// (loop thread): what an end leaves to tidy, off the path of its news.
+  void tidy_later(std::function<void()> task);
+  /// Once the ended record's monitor (`pidfd`) is gone: destroys its cgroup
+  /// if the monitor left it (loop thread).
+  void await_monitor_gone(UniqueFd pidfd, const std::string& cgroup);
   void on_inotify();
   /// monitor.json was written again (restart policy): the latest run, or the delay before it.
   void on_monitor_record(const std::string& id);
