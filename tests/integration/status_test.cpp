@@ -222,7 +222,10 @@ TEST_F(StatusTest, MineHoldsWhenTheSessionLeaderIsOutsideThePidNamespace) {
     grep -o "\"mine\": *[a-z]*" "$M/procs/$mine/status.json"
     grep -o "\"mine\": *[a-z]*" "$M/procs/$other/status.json"
     echo stop > "$M/procs/$mine/stop"; echo stop > "$M/procs/$other/stop"
-    fusermount3 -u "$M"')sh",
+    fusermount3 -u "$M"
+    # The namespace ends with this shell, killing what is left in it: let the
+    # daemon exit first, as it removes its cgroup subtree on the way out.
+    for i in $(seq 200); do pgrep -x sbxfs >/dev/null || break; sleep 0.05; done')sh",
                30, {{"SBXFS", SBXFS_PATH}});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "\"mine\": true\n\"mine\": false\n") << r.err;
