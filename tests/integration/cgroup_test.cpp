@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -296,6 +297,14 @@ TEST_F(CgroupTest, AMonitorKilledWithNineLeavesNoMemberBehind) {
   json m = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data);
   ASSERT_TRUE(m.is_object());
   EXPECT_EQ(m["cgroup"], cg) << "the record keeps its cgroup";
+  // The root sh has gone on to its own sleep (python and its first child are gone).
+  auto comms = [&] {
+    std::multiset<std::string> c;
+    for (pid_t p : pids_in(cg + "/cgroup.procs")) c.insert(read_file("/proc/" + std::to_string(p) + "/comm").data);
+    return c;
+  };
+  const std::multiset<std::string> settled{"sh\n", "sleep\n", "sleep\n"};
+  ASSERT_TRUE(wait_until([&] { return comms() == settled; }, 5s)) << "members: " << comms().size();
   ASSERT_EQ(::kill(m["monitorPid"].get<pid_t>(), SIGKILL), 0);
   json s = wait_ended(id, 15s);
   EXPECT_EQ(s["endReason"], "unknown");
