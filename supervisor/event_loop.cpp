@@ -48,7 +48,8 @@ void EventLoop::post(Task t) {
     std::lock_guard g(mu_);
     posted_.push_back(std::move(t));
   }
-  wake();
+  // From the loop itself: the round's end looks at posted_ before it sleeps.
+  if (!on_loop_thread()) wake();
 }
 
 std::uint64_t EventLoop::add_timer(Clock::time_point when, Task t) {
@@ -56,7 +57,7 @@ std::uint64_t EventLoop::add_timer(Clock::time_point when, Task t) {
   std::uint64_t id = next_timer_++;
   timers_.emplace(id, Timer{when, std::move(t)});
   timer_order_.emplace(when, id);
-  rearm_timer();
+  if (!on_loop_thread()) rearm_timer();  // else at the round's end, once for all of its changes
   return id;
 }
 
@@ -68,11 +69,14 @@ bool EventLoop::cancel_timer(std::uint64_t id) {
   for (auto o = range.first; o != range.second; ++o)
     if (o->second == id) { timer_order_.erase(o); break; }
   timers_.erase(it);
-  rearm_timer();
+  if (!on_loop_thread()) rearm_timer();
   return true;
 }
 
 void EventLoop::rearm_timer() {
+  const Clock::time_point want = timer_order_.empty() ? Clock::time_point::max() : timer_order_.begin()->first;
+  if (want == armed_) return;
+  armed_ = want;
   itimerspec its{};
   if (!timer_order_.empty()) {
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -104,8 +108,9 @@ void EventLoop::unwatch(int fd) {
 
 void EventLoop::run() {
   epoll_event evs[64];
+  bool more = false;  // tasks posted by the last round: do not sleep
   for (;;) {
-    int n = ::epoll_wait(epoll_.get(), evs, 64, -1);
+    int n = ::epoll_wait(epoll_.get(), evs, 64, more ? 0 : -1);
     if (n < 0 && errno != EINTR) return;
     std::vector<Task> due;
     std::vector<std::shared_ptr<Task>> ready;
@@ -120,6 +125,7 @@ void EventLoop::run() {
         } else if (fd == timer_fd_.get()) {
           std::uint64_t v;
           [[maybe_unused]] auto r = ::read(fd, &v, sizeof v);
+          armed_ = Clock::time_point::max();  // it went off: nothing is set
         } else if (auto it = watched_.find(fd); it != watched_.end()) {
           ready.push_back(it->second);
         }
@@ -134,12 +140,14 @@ void EventLoop::run() {
         due.push_back(std::move(it->second.task));
         timers_.erase(it);
       }
-      rearm_timer();
     }
     // Posted tasks first: they were queued before whatever the fds report
     // in this round (a start's "started" before its monitor's exit).
     for (auto& t : due) t();
     for (auto& t : ready) (*t)();
+    std::lock_guard g(mu_);
+    rearm_timer();  // the timers this round's callbacks added or cancelled
+    more = !posted_.empty();
   }
 }
 

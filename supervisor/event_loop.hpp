@@ -50,6 +50,9 @@ class EventLoop {
   struct Timer { Clock::time_point when; Task task; };
   std::map<std::uint64_t, Timer> timers_;       // guarded by mu_
   std::multimap<Clock::time_point, std::uint64_t> timer_order_;  // guarded by mu_
+  // What timer_fd_ is set to (max: nothing); guarded by mu_. A round of the
+  // loop that leaves the first timer as it was costs no timerfd_settime.
+  Clock::time_point armed_ = Clock::time_point::max();
   std::uint64_t next_timer_ = 1;                // guarded by mu_
   std::thread thread_;
 };
