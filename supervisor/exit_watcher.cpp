@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <memory>
 
@@ -246,9 +247,12 @@ void Supervisor::Impl::await_monitor_gone(UniqueFd pidfd, const std::string& cgr
 void Supervisor::Impl::on_inotify() {
   alignas(inotify_event) char buf[8192];
   std::set<std::string> grown, exited, reran;
-  for (;;) {
+  for (bool more = true; more;) {
     ssize_t n = ::read(inotify.get(), buf, sizeof buf);
     if (n <= 0) break;
+    // Room left for the longest event: the queue was empty (what comes
+    // later makes the fd readable again), so no read to learn EAGAIN.
+    more = static_cast<std::size_t>(n) > sizeof buf - (sizeof(inotify_event) + NAME_MAX + 1);
     std::lock_guard g(mu);
     for (char* p = buf; p < buf + n;) {
       auto* ev = reinterpret_cast<inotify_event*>(p);

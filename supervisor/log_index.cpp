@@ -33,7 +33,11 @@ int pread_all(int fd, char* buf, std::size_t size, std::uint64_t off, std::size_
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno;
     if (n == 0) break;
+    const bool short_read = static_cast<std::size_t>(n) < size - *got;
     *got += static_cast<std::size_t>(n);
+    // Only regular files come here: a short read is their end (for now),
+    // so no second read to learn it.
+    if (short_read) break;
   }
   return 0;
 }
