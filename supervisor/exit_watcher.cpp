@@ -31,13 +31,15 @@ void Supervisor::Impl::watch_log(Record& r) {
     wd_ids[wd] = r.id;
   }
   // Past log_max the output goes on in tail segments (log_index.hpp).
-  for (const std::uint64_t g : tail_generations(dir)) watch_tail(r.id, tail_index_name(g));
+  for (const std::uint64_t g : tail_generations(dir)) watch_tail(r, tail_index_name(g));
 }
 
-void Supervisor::Impl::watch_tail(const std::string& id, const std::string& name) {
+void Supervisor::Impl::watch_tail(Record& r, const std::string& name) {
   // The kernel drops the watch when the monitor removes the segment.
-  const int wd = ::inotify_add_watch(inotify.get(), (dir_of(id) + "/" + name).c_str(), IN_MODIFY);
-  if (wd >= 0) wd_ids[wd] = id;
+  const int wd = ::inotify_add_watch(inotify.get(), (dir_of(r.id) + "/" + name).c_str(), IN_MODIFY);
+  if (wd < 0) return;
+  wd_ids[wd] = r.id;
+  r.tail_wds.push_back(wd);
 }
 
 void Supervisor::Impl::watch_running(Record& r) {
@@ -165,14 +167,13 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
       wd_ids.erase(r.log_wd);
       r.log_wd = -1;
     }
-    for (auto w = wd_ids.begin(); w != wd_ids.end();) {  // its tail segments' (log_index.hpp)
-      if (w->second != id) {
-        ++w;
-        continue;
-      }
-      stale_wds.push_back(w->first);
-      w = wd_ids.erase(w);
+    for (const int wd : r.tail_wds) {  // its tail segments' (log_index.hpp) that the kernel still has
+      auto w = wd_ids.find(wd);
+      if (w == wd_ids.end() || w->second != id) continue;
+      stale_wds.push_back(wd);
+      wd_ids.erase(w);
     }
+    r.tail_wds.clear();
     if (r.dir_wd >= 0) {
       stale_wds.push_back(r.dir_wd);
       dir_wd_ids.erase(r.dir_wd);
@@ -258,7 +259,10 @@ void Supervisor::Impl::on_inotify() {
       auto* ev = reinterpret_cast<inotify_event*>(p);
       if (auto it = wd_ids.find(ev->wd); it != wd_ids.end()) {
         grown.insert(it->second);
-        if (ev->mask & IN_IGNORED) wd_ids.erase(it);  // its file is gone (a tail segment removed)
+        if (ev->mask & IN_IGNORED) {  // its file is gone (a tail segment removed)
+          if (auto rec = records.find(it->second); rec != records.end()) std::erase(rec->second.tail_wds, ev->wd);
+          wd_ids.erase(it);
+        }
       } else if (auto d = dir_wd_ids.find(ev->wd); d != dir_wd_ids.end() && ev->len > 0) {
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, "exit.json") == 0) exited.insert(d->second);
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, kMonitorFile) == 0) reran.insert(d->second);
@@ -267,7 +271,7 @@ void Supervisor::Impl::on_inotify() {
           if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
         if ((ev->mask & IN_CREATE) && tail_generation_of(ev->name) != 0) {
           if (auto rec = records.find(d->second); rec != records.end() && !has_ended(rec->second.state))
-            watch_tail(d->second, ev->name);
+            watch_tail(rec->second, ev->name);
           grown.insert(d->second);
         }
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "log") == 0) {

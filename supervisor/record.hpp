@@ -34,6 +34,7 @@ struct Record {
   UniqueFd pidfd;
   int log_wd = -1;   // inotify: the log grew
   int dir_wd = -1;   // inotify: exit.json appeared, `dropped` was created
+  std::vector<int> tail_wds;  // inotify: its tail segments' indexes grew (the kernel drops one removed)
   bool truncated = false;        // `dropped` exists: output past log_max
   std::uint64_t dropped = 0;     // its size, once ended (while running: read live)
   std::optional<ReadyCondition> ready_cond;

@@ -125,7 +125,7 @@ struct Supervisor::Impl {
   // exit_watcher.cpp
   void watch_running(Record& r);                  // needs mu
   void watch_log(Record& r);                      // needs mu; no-op while the log does not exist yet
-  void watch_tail(const std::string& id, const std::string& name);  // needs mu; a tail segment's index
+  void watch_tail(Record& r, const std::string& name);  // needs mu; a tail segment's index
   /// `scanned`: called again once finish_unknown has run (on the worker pool).
   void on_monitor_exit(const std::string& id, bool scanned = false);
   /// Runs `task` about a millisecond from now, with the others due then
