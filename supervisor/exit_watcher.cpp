@@ -194,11 +194,16 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
     --running;
     if (--active_by_uid[r.owner_uid] == 0) active_by_uid.erase(r.owner_uid);
     note_ended(r);
+    r.telling_end = true;
   }
   // Once the record says it ended (an answer a match of the last bytes
   // releases shows the end), and before waiters are told.
   probe_finish(id);
   cpu.forget(id);
+  {
+    std::lock_guard g(mu);
+    if (auto it = records.find(id); it != records.end()) it->second.telling_end = false;
+  }
   changed.notify_all();
   // The last output may have been written just before the exit.
   dispatch(Event{Event::Kind::output, id});

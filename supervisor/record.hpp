@@ -39,6 +39,9 @@ struct Record {
   std::uint64_t dropped = 0;     // its size, once ended (while running: read live)
   std::optional<ReadyCondition> ready_cond;
   bool ready = false;
+  // Ended, its last line not yet matched against its conditions: wait()
+  // does not return yet (it would say "not ready" for a prompt at the end).
+  bool telling_end = false;
   std::string ready_at;
   std::optional<ReadyMatch> ready_match;  // what made it ready
   bool scanning = false;  // its monitor left no exit.json: /proc is being searched for what is left

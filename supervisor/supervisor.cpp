@@ -317,7 +317,7 @@ std::optional<CommandStatus> Supervisor::wait(const std::string& id, std::chrono
     std::unique_lock g(impl_->mu);
     impl_->changed.wait_for(g, timeout, [&] {
       auto it = impl_->records.find(id);
-      return it == impl_->records.end() || !is_pending(it->second.state);
+      return it == impl_->records.end() || (!is_pending(it->second.state) && !it->second.telling_end);
     });
   }
   return status(id);
