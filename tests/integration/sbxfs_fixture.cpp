@@ -494,7 +494,14 @@ bool SbxfsTest::wait_mounted(pid_t pid, std::chrono::milliseconds timeout) {
         auto r = read_file(p("status.json"));
         if (r.err) return false;
         auto j = parse_json(r.data);
-        return j.is_object() && j.contains("supervisor") && j["supervisor"].value("pid", 0) == pid;
+        if (!j.is_object() || !j.contains("supervisor") || j["supervisor"].value("pid", 0) != pid) return false;
+        // Its cgroup subtree, removed at the end if a daemon killed here left it.
+        if (const json& sub = j["supervisor"]; sub.contains("cgroup") && sub["cgroup"].is_string() &&
+                                                sub.value("tracking", "") == "cgroup") {
+          std::lock_guard g(mu_);
+          cgroup_subtrees_.insert(sub["cgroup"].get<std::string>());
+        }
+        return true;
       },
       timeout);
   if (died) {
@@ -691,10 +698,15 @@ void SbxfsTest::kill_leftovers() {
 }
 
 // The cgroups of commands whose monitors were killed here while no daemon
-// ran (a daemon would have removed them), and their subtree once empty
-// (with `live`, the child a daemon killed here left holding it).
+// ran (a daemon would have removed them), and the subtrees of this test's
+// daemons once empty (with `live`, the child a daemon killed here left
+// holding it).
 void SbxfsTest::remove_leftover_cgroups() {
   std::set<std::string> subtrees;
+  {
+    std::lock_guard g(mu_);
+    subtrees = cgroup_subtrees_;  // also those no record names (a daemon killed before any start)
+  }
   for (auto& id : list_dir(state_ + "/procs")) {
     auto j = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data);
     if (!j.is_object() || !j.contains("cgroup") || !j["cgroup"].is_string()) continue;

@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -168,6 +169,7 @@ class SbxfsTest : public ::testing::Test {
   pid_t daemon_pid_ = 0;         // guarded by mu_
   bool daemon_is_child_ = true;  // guarded by mu_
   std::vector<pid_t> bg_pids_;   // guarded by mu_
+  std::set<std::string> cgroup_subtrees_;  // of the daemons seen mounted; guarded by mu_
   Clock::time_point watchdog_deadline_;  // guarded by mu_
   bool watchdog_stop_ = false;   // guarded by mu_
   bool watchdog_fired_ = false;  // guarded by mu_
