@@ -237,6 +237,9 @@ void Supervisor::Impl::await_monitor_gone(UniqueFd pidfd, const std::string& cgr
   // names count on across daemons), so a cgroup found here is the ended
   // record's own.
   if (cgroup.empty()) return;  // a process tree: nothing to look for (the pidfd closes)
+  // Gone already (the usual case, a millisecond after the news): no watch,
+  // no wake-up of this thread when the monitor exits.
+  if (!Cgroup(cgroup).exists()) return;
   auto leftover = [this, cgroup] {
     if (Cgroup(cgroup).exists()) work->post([cg = Cgroup(cgroup)] { cg.destroy(); });
   };
