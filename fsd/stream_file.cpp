@@ -86,11 +86,12 @@ class StreamHandle : public FollowedReadHandle {
     // stream's chunks between the other's): the kernel moves the bytes
     // (spliced, no copy in the daemon).
     std::shared_ptr<const sup::UniqueFd> file;
-    if (view_.locate(index_, at, size, kMaxPieces, &file, &ranges_)) {
+    std::vector<sup::LogView::FileRange> ranges;
+    if (view_.locate(index_, at, size, kMaxPieces, &file, &ranges)) {
       std::vector<Reply::Piece> pieces;
-      pieces.reserve(ranges_.size());
+      pieces.reserve(ranges.size());
       std::size_t count = 0;
-      for (const auto& r : ranges_) {
+      for (const auto& r : ranges) {
         pieces.push_back({static_cast<off_t>(r.off), r.size});
         count += r.size;
       }
@@ -259,7 +260,6 @@ class StreamHandle : public FollowedReadHandle {
   // Guarded by mu_:
   sup::LogIndex index_;
   sup::LogView view_;
-  std::vector<sup::LogView::FileRange> ranges_;  // fetch()'s, kept for its room
   sup::UniqueFd raw_;  // the file read without an index (an older build's record)
   bool reported_ = false;
   std::string text_;            // timestamped text from text_base_
