@@ -1,6 +1,6 @@
-// The event loop: posted tasks and timers, from other threads and from its
-// own callbacks (which change timers and post without waking it: the end of
-// the round takes them in before the loop sleeps again).
+// The event loop's own callbacks change timers and post tasks without
+// waking it: the end of the round takes them in before the loop sleeps
+// again. (Timers and posts from other threads: events_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -38,17 +38,6 @@ TEST(EventLoopTest, ATaskPostedByATaskRunsWithoutAnotherWakeUp) {
   auto f = second.get_future();
   loop.post([&] { loop.post([&] { second.set_value(EventLoop::Clock::now()); }); });
   EXPECT_TRUE(kept_at(f).has_value()) << "the loop slept with a task posted";
-}
-
-TEST(EventLoopTest, ATimerAddedFromOutsideFiresAtItsTime) {
-  EventLoop loop;
-  std::promise<EventLoop::Clock::time_point> fired;
-  auto f = fired.get_future();
-  const auto when = EventLoop::Clock::now() + 50ms;
-  loop.add_timer(when, [&] { fired.set_value(EventLoop::Clock::now()); });
-  const auto at = kept_at(f);
-  ASSERT_TRUE(at.has_value());
-  EXPECT_GE(*at, when);
 }
 
 TEST(EventLoopTest, ATimerAddedByATaskFiresAtItsTime) {
