@@ -217,13 +217,17 @@ TEST_F(EventsTest, TimersFireInTimeOrder) {
 
 TEST_F(EventsTest, CancelTimer) {
   auto fired = std::make_shared<std::atomic<int>>(0);
-  auto t = sup_->add_timer(Clock::now() + 200ms, [fired] { ++*fired; });
+  auto fence = std::make_shared<std::atomic<bool>>(false);
+  const auto now = Clock::now();
+  auto t = sup_->add_timer(now + 200ms, [fired] { ++*fired; });
   EXPECT_TRUE(sup_->cancel_timer(t));
   EXPECT_FALSE(sup_->cancel_timer(t));  // already cancelled
   auto t2 = sup_->add_timer(Clock::now() + 10ms, [fired] { *fired += 10; });
   ASSERT_TRUE(wait_until([&] { return fired->load() >= 10; }, 3000ms));
   EXPECT_FALSE(sup_->cancel_timer(t2));  // already ran
-  std::this_thread::sleep_for(350ms);     // past the cancelled timer's time
+  // Timers fire in time order: once this later one has, the cancelled one would have.
+  sup_->add_timer(now + 300ms, [fence] { *fence = true; });
+  ASSERT_TRUE(wait_until([&] { return fence->load(); }, 3000ms));
   EXPECT_EQ(fired->load(), 10) << "a cancelled timer ran";
 }
 
