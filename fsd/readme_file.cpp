@@ -124,8 +124,10 @@ GIVE IT INPUT
   {"cmd": "python3 -i -q", "stdin": "pipe"} gives the command a pipe as its
   standard input (without "stdin": "pipe" it reads /dev/null); then
   echo 'print(6*7)' > procs/ID/stdin   feeds it (the answer shows in log);
-                           a write waits while the pipe is full, and fails
-                           with EPIPE once the command has ended or closed it
+                           a write waits while the pipe is full (opened with
+                           O_NONBLOCK: it takes what fits, or fails EAGAIN),
+                           and fails with EPIPE once the command has ended or
+                           closed it
   : > procs/ID/stdin,eof   closes the input: the command reads EOF
                            (printf 'last\n' > procs/ID/stdin,eof writes, then
                            closes); closing stdin itself never does
