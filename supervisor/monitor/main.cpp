@@ -14,9 +14,9 @@
 // --grace-ms: time between SIGTERM and SIGKILL on a stop (default 5000).
 // --log-max: output bytes kept in the log; later output is drained and
 // counted in `dropped` (relay.cpp). Absent or 0 = no limit.
-// --cgroup: an empty cgroup v2 directory made for the command: the command
-// is born in it (clone3 CLONE_INTO_CGROUP; where the kernel cannot, it
-// joins between fork and exec), so none of its processes runs outside;
+// --cgroup: an empty cgroup v2 directory made for the command: the
+// command's process joins it before anything else (and before its exec),
+// so none of the command's processes runs outside;
 // the record ends when it is empty too, and the monitor removes it then
 // (supervisor/cgroup.hpp). monitor.json names it.
 // --stdin pipe: the command reads the FIFO `stdin` of RECORD_DIR (made here)
@@ -61,7 +61,6 @@
 // stderr, monitor.json, exit.json, dropped. The loop is in monitor_loop.cpp.
 #include "monitor.hpp"
 
-#include "supervisor/cgroup_fork.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/exit_record.hpp"
 #include "supervisor/monitor_ctl.hpp"
@@ -280,56 +279,63 @@ struct itimerspec ms_to_its(uint64_t ms) {
   return its;
 }
 
-// In the forked child: only async-signal-safe calls until the exec.
-// cgroup_procs: the cgroup's cgroup.procs to join, or -1 (none, or born in it).
-// go_fd >= 0: one byte from it first (EOF: the start was cancelled).
-// stdin_src: what becomes its fd 0 (/dev/null, or the stdin FIFO's read end).
-// cwd: where to change to first (a restart: the monitor itself is in /).
-// notify_w: the notification pipe's write end, to become fd --notify-fd (-1: none).
-[[noreturn]] void exec_child(const Args& args, int go_fd, int stdin_src, int out_w, int err_w, int status_w,
-                             int cgroup_procs, const char* cwd, int notify_w) {
-  char** argv = args.argv;
-  // Into the command's cgroup before anything else runs here (unless it
-  // was born there: then cgroup_procs is -1).
+// What the command's process needs before its exec (it shares the
+// monitor's memory until then: these stay put while it runs).
+struct ChildStart {
+  const Args* args;
+  int go_fd;          // >= 0: one byte from it first (EOF: the start was cancelled)
+  int stdin_src;      // what becomes its fd 0 (/dev/null, or the stdin FIFO's read end)
+  int out_w, err_w;   // its stdout and stderr
+  int status_w;       // the exec's report (close-on-exec: EOF means it exec'd)
+  int cgroup_procs;   // the cgroup's cgroup.procs to join, or -1
+  const char* cwd;    // where to change to first (a restart: the monitor itself is in /)
+  int notify_w;       // the notification pipe's write end, to become fd --notify-fd (-1: none)
+};
+
+// In the command's process: only async-signal-safe calls until the exec,
+// and no sanitizer calls (its memory is the monitor's: monitor.hpp).
+[[noreturn]] __attribute__((no_sanitize("address", "undefined"))) void exec_child(const ChildStart& c) {
+  const Args& args = *c.args;
+  int status_w = c.status_w;
+  // Into the command's cgroup before anything else runs here.
   int join_err = 0;
-  if (cgroup_procs >= 0 && ::write(cgroup_procs, "0", 1) != 1) join_err = errno;
+  if (c.cgroup_procs >= 0 && ::write(c.cgroup_procs, "0", 1) != 1) join_err = errno;
+  // An ignored signal stays ignored across exec; handled ones are reset by
+  // it. The monitor ignores SIGPIPE alone (main() reset what it inherited).
   struct sigaction sa;
   ::memset(&sa, 0, sizeof sa);
   sa.sa_handler = SIG_DFL;
   ::sigemptyset(&sa.sa_mask);
-  for (int s = 1; s < NSIG; ++s) {
-    if (s == SIGKILL || s == SIGSTOP) continue;
-    ::sigaction(s, &sa, nullptr);  // EINVAL for the C library's reserved ones
-  }
+  ::sigaction(SIGPIPE, &sa, nullptr);
   sigset_t empty;
   ::sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
   int err = join_err;
-  if (err == 0 && go_fd >= 0) {
+  if (err == 0 && c.go_fd >= 0) {
     char go = 0;
     ssize_t n;
     do {
-      n = ::read(go_fd, &go, 1);
+      n = ::read(c.go_fd, &go, 1);
     } while (n < 0 && errno == EINTR);
     if (n != 1) err = ECANCELED;
   }
-  if (err == 0 && cwd != nullptr && ::chdir(cwd) != 0) err = errno;
+  if (err == 0 && c.cwd != nullptr && ::chdir(c.cwd) != 0) err = errno;
   if (err != 0) {
     // the supervisor did not publish it, or the run cannot start: no exec
-  } else if (::setsid() < 0 || ::dup2(stdin_src, 0) < 0 || ::dup2(out_w, 1) < 0 || ::dup2(err_w, 2) < 0) {
+  } else if (::setsid() < 0 || ::dup2(c.stdin_src, 0) < 0 || ::dup2(c.out_w, 1) < 0 || ::dup2(c.err_w, 2) < 0) {
     err = errno;
   } else if (args.has_uid &&
              (::setgroups(args.groups.size(), args.groups.data()) != 0 || ::setgid(args.gid) != 0 ||
               ::setuid(args.uid) != 0)) {
     err = errno;  // groups first, uid last: after setuid we could not change them
-  } else if (notify_w >= 0 && (status_w == args.notify_fd &&
-                               (status_w = ::fcntl(status_w, F_DUPFD_CLOEXEC, args.notify_fd + 1)) < 0)) {
+  } else if (c.notify_w >= 0 && (status_w == args.notify_fd &&
+                                 (status_w = ::fcntl(status_w, F_DUPFD_CLOEXEC, args.notify_fd + 1)) < 0)) {
     err = errno;  // the exec's report must not be where the command's descriptor goes
-  } else if (notify_w >= 0 && (notify_w == args.notify_fd ? ::fcntl(notify_w, F_SETFD, 0)
-                                                          : ::dup2(notify_w, args.notify_fd)) < 0) {
+  } else if (c.notify_w >= 0 && (c.notify_w == args.notify_fd ? ::fcntl(c.notify_w, F_SETFD, 0)
+                                                              : ::dup2(c.notify_w, args.notify_fd)) < 0) {
     err = errno;
   } else {
-    err = exec_command(argv, environ);
+    err = exec_command(args.argv, environ);
   }
   ssize_t n;
   do {
@@ -338,21 +344,27 @@ struct itimerspec ms_to_its(uint64_t ms) {
   ::_exit(127);
 }
 
-// Forks a run: fresh stdout/stderr pipes (read ends, non-blocking, in
-// m.out/m.err), fd 0 from stdin_src; with a cgroup (m.cg_dir) the child is
-// born in it where the kernel can (clone3: no migration to pay for), else
-// forked and joined by cgroup.procs, which then reports the cgroup's error.
-// Then it execs. Returns the child (-1: errno set, nothing forked) and the
-// read end of its exec status pipe in *status_r.
+__attribute__((no_sanitize("address", "undefined"))) int child_main(void* start) {
+  exec_child(*static_cast<const ChildStart*>(start));
+}
+
+// Starts a run: fresh stdout/stderr pipes (read ends, non-blocking, in
+// m.out/m.err), fd 0 from stdin_src; with a cgroup (m.cg) the child joins it
+// by cgroup.procs first, which reports the cgroup's error. Then it execs.
+// The child shares the monitor's memory until its exec (clone_sharing_memory:
+// a fork's copy cost ~1 ms a start here), so `start` lives on in m until the
+// next run. Returns the child (-1: errno set, nothing started) and the read
+// end of its exec status pipe in *status_r; exec_outcome() must be called
+// before the next run.
 pid_t fork_run(const Args& args, Monitor& m, int go_fd, int stdin_src, const char* cwd, int* status_r) {
+  static ChildStart start;  // read by the child until its exec (one child at a time)
   int outp[2] = {-1, -1}, errp[2] = {-1, -1}, statp[2] = {-1, -1};
   pid_t root = -1;
   int cgroup_procs = -1;
-  if (::pipe2(outp, O_CLOEXEC) == 0 && ::pipe2(errp, O_CLOEXEC) == 0 && ::pipe2(statp, O_CLOEXEC) == 0) {
-    if (m.cg_dir >= 0) root = sup::fork_into_cgroup(m.cg_dir);
-    if (root < 0 && m.cg_dir >= 0) cgroup_procs = m.cg.open_procs();
-    if (root < 0 && (m.cg_dir < 0 || cgroup_procs >= 0)) root = ::fork();
-    if (root == 0) exec_child(args, go_fd, stdin_src, outp[1], errp[1], statp[1], cgroup_procs, cwd, m.notify_w);
+  if (::pipe2(outp, O_CLOEXEC) == 0 && ::pipe2(errp, O_CLOEXEC) == 0 && ::pipe2(statp, O_CLOEXEC) == 0 &&
+      (m.cg.empty() || (cgroup_procs = m.cg.open_procs()) >= 0)) {
+    start = ChildStart{&args, go_fd, stdin_src, outp[1], errp[1], statp[1], cgroup_procs, cwd, m.notify_w};
+    root = clone_sharing_memory(child_main, &start);
   }
   const int e = errno;
   if (cgroup_procs >= 0) ::close(cgroup_procs);
@@ -483,8 +495,6 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   if (devnull < 0) fail(errno, errmsg("cannot open /dev/null", errno));
   if (!args.cgroup.empty()) {
     m.cg = sup::Cgroup(args.cgroup);
-    m.cg_dir = ::open(args.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (m.cg_dir < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
     m.cg_events = m.cg.open_events();
     if (m.cg_events < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
   }
@@ -607,6 +617,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
 
 int main(int argc, char** argv) {
   ensure_std_fds();
+  sbxmon::reset_ignored_signals();
   if (argc == 2 && ::strcmp(argv[1], "--serve") == 0) return serve();
   return run_monitor(argc, argv, true);
 }

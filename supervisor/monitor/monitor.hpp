@@ -152,7 +152,6 @@ struct Monitor {
   // Then the end is also `populated 0`, signals go to its members, a kill
   // is cgroup.kill.
   sup::Cgroup cg;
-  int cg_dir = -1;     // its directory, open: each run is born in it (fork_run)
   int cg_events = -1;  // its cgroup.events (poll POLLPRI)
   // --restart: when a run ends, the loop may start another (the cgroup
   // stays, empty, between runs; the record ends only when the policy is over).
@@ -187,6 +186,27 @@ int open_stdin_for_run(int dirfd);
 // Returns only on failure, with the errno. Async-signal-safe: it runs between
 // fork and exec.
 int exec_command(char* const argv[], char* const envp[]);
+
+// ---- shared_clone.cpp ---------------------------------------------------------
+
+// Starts a process that shares this one's memory until it execs (clone(2)
+// with CLONE_VM, on a stack of its own, as posix_spawn does): no page table
+// is copied and none torn down at the exec. On this kind of machine a fork
+// of even a small static process costs about 1.1 ms and this 0.03 ms
+// (bench/RESULTS.md, "A command's process without a copy of the monitor").
+// Unlike vfork the caller goes on at once, so the child may wait (for the
+// go) while the monitor reports. `fn` runs in the child and must not
+// return; it may use only async-signal-safe calls and must not touch what
+// the caller changes meanwhile (errno is shared too: the child is built
+// without sanitizer calls, and sets errno only on the way to its _exit).
+// The caller must not start another before this child has exec'd or ended
+// (its stack is reused). -1 with errno when no process was made.
+pid_t clone_sharing_memory(int (*fn)(void*), void* arg);
+
+// Every signal this process inherited as ignored is set back to its default
+// (util.cpp; once, at the start of the server or of a command-line monitor),
+// so that a command's process has only the monitor's own SIGPIPE to reset.
+void reset_ignored_signals();
 
 // ---- main.cpp / server.cpp ---------------------------------------------------
 

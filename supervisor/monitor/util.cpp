@@ -29,6 +29,19 @@ void diag(const char* fmt, ...) {
   errno = saved;
 }
 
+void reset_ignored_signals() {
+  struct sigaction dfl;
+  ::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  ::sigemptyset(&dfl.sa_mask);
+  for (int s = 1; s < NSIG; ++s) {
+    struct sigaction old;
+    // The C library's reserved signals answer EINVAL: not ours to change.
+    if (s != SIGKILL && s != SIGSTOP && ::sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN)
+      ::sigaction(s, &dfl, nullptr);
+  }
+}
+
 bool parse_u64(const char* s, uint64_t* out) {
   if (s == nullptr || *s == '\0') return false;
   uint64_t v = 0;

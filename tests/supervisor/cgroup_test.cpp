@@ -17,7 +17,6 @@
 
 #include <gtest/gtest.h>
 
-#include "supervisor/cgroup_fork.hpp"
 #include "supervisor/cgroup_limits.hpp"
 #include "supervisor/spec.hpp"
 
@@ -117,36 +116,6 @@ TEST_F(CgroupLayerTest, ALeftoverOfTheSameNameIsReplacedWhenEmpty) {
   sup::Cgroup again;
   EXPECT_EQ(sup::create_command_cgroup(h_, "cmd-layer-3", &again), 0);
   EXPECT_EQ(again.path(), cg_.path());
-}
-
-TEST_F(CgroupLayerTest, AChildForkedIntoTheCgroupIsBornThere) {
-  ASSERT_EQ(sup::create_command_cgroup(h_, "cmd-layer-born", &cg_), 0);
-  const int dir = ::open(cg_.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  ASSERT_GE(dir, 0);
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  pid_t p = sup::fork_into_cgroup(dir);
-  if (p < 0 && (errno == ENOSYS || errno == E2BIG)) {
-    ::close(dir);
-    GTEST_SKIP() << "no clone3 CLONE_INTO_CGROUP in this kernel";
-  }
-  ASSERT_GE(p, 0) << std::strerror(errno);
-  if (p == 0) {  // already a member: no write to cgroup.procs
-    char c = 0;
-    ::close(ready[1]);
-    (void)!::read(ready[0], &c, 1);
-    ::_exit(0);
-  }
-  ::close(dir);
-  ::close(ready[0]);
-  EXPECT_TRUE(cg_.populated());
-  EXPECT_EQ(cg_.members(), std::vector<pid_t>{p});
-  const std::string line = read_text("/proc/" + std::to_string(p) + "/cgroup");
-  EXPECT_NE(line.find(cg_.path().substr(cg_.path().find("/sbxfs-"))), std::string::npos) << line;
-  ::close(ready[1]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(p, &status, 0), p);
-  EXPECT_TRUE(cg_.wait_empty(5s));
 }
 
 TEST_F(CgroupLayerTest, LimitsNameTheControllerThatIsMissing) {

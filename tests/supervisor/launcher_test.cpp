@@ -1,6 +1,7 @@
 // The monitor fork server (supervisor/monitor_launcher.*, monitor/server.cpp)
 // and the monitor's own command-line form.
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 
@@ -39,6 +40,37 @@ class LauncherTest : public ::testing::Test {
     const std::string path = tmp_ / name + "/exit.json";
     if (!wait_until([&] { return file_exists(path); }, 10000ms)) return std::nullopt;
     return read_json(path);
+  }
+
+  // `sbxfs-monitor --dir DIR -- COMMAND...` run by hand; its report, once it has exited 0.
+  std::string run_by_hand(const std::string& dir, const std::vector<std::string>& command) {
+    fs::create_directories(dir);
+    int out[2];
+    if (::pipe(out) != 0) return "pipe failed";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    std::string env0 = marker_;
+    std::vector<std::string> args = {SBX_MONITOR_PATH, "--dir", dir, "--"};
+    args.insert(args.end(), command.begin(), command.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    char* envp[] = {env0.data(), nullptr};
+    pid_t pid = 0;
+    const int rc = ::posix_spawn(&pid, SBX_MONITOR_PATH, &fa, nullptr, argv.data(), envp);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(out[1]);
+    std::string report;
+    char buf[256];
+    for (ssize_t n; rc == 0 && (n = ::read(out[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<size_t>(n));
+    ::close(out[0]);
+    if (rc != 0) return "posix_spawn failed";
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      return "the monitor did not exit 0: " + report;
+    return report;
   }
 
   TempDir tmp_{"sbx-launch"};
@@ -232,34 +264,72 @@ TEST_F(LauncherTest, TheServerEndsWithItsLauncher) {
 // `sbxfs-monitor --dir DIR -- ARGV` run by hand: reports, detaches, records.
 TEST_F(LauncherTest, TheCommandLineFormStillWorks) {
   const std::string dir = tmp_ / "cli";
-  fs::create_directories(dir);
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_addclose(&fa, out[0]);
-  std::string env0 = marker_;
-  std::vector<std::string> args = {SBX_MONITOR_PATH, "--dir", dir, "--", "/bin/echo", "by hand"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  char* envp[] = {env0.data(), nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(::posix_spawn(&pid, SBX_MONITOR_PATH, &fa, nullptr, argv.data(), envp), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(out[1]);
-  std::string report;
-  char buf[256];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<size_t>(n));
-  ::close(out[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string report = run_by_hand(dir, {"/bin/echo", "by hand"});
   EXPECT_EQ(report.rfind("ok ", 0), 0u) << report;
   auto ex = exit_of("cli");
   ASSERT_TRUE(ex);
   EXPECT_EQ(read_file(dir + "/log"), "by hand\n");
+}
+
+
+// The command's process starts with every signal at its default, whatever
+// the monitor inherited: a daemon started from a script in the background
+// (SIGINT and SIGQUIT ignored), under nohup (SIGHUP), or by a program that
+// ignores SIGPIPE. exec keeps only ignored dispositions, so those are what
+// the monitor must reset, once at its start.
+namespace {
+
+// The SigIgn mask of the process that wrote `log` (a `grep SigIgn /proc/self/status`).
+unsigned long long sig_ign_of(const std::string& log) {
+  const auto at = log.find("SigIgn:");
+  if (at == std::string::npos) return ~0ULL;
+  return std::strtoull(log.c_str() + at + 7, nullptr, 16);
+}
+
+constexpr unsigned long long bit(int sig) { return 1ULL << (sig - 1); }
+constexpr unsigned long long kInherited = bit(SIGHUP) | bit(SIGINT) | bit(SIGQUIT) | bit(SIGPIPE) | bit(SIGUSR1);
+
+// Ignores kInherited's signals in this process while alive (so that what it spawns inherits that).
+struct IgnoringSignals {
+  IgnoringSignals() {
+    for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGUSR1}) {
+      struct sigaction ign {};
+      ign.sa_handler = SIG_IGN;
+      ::sigaction(s, &ign, &old_[s]);
+    }
+  }
+  ~IgnoringSignals() {
+    for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGUSR1}) ::sigaction(s, &old_[s], nullptr);
+  }
+  struct sigaction old_[NSIG] {};
+};
+
+}  // namespace
+
+TEST_F(LauncherTest, TheCommandStartsWithDefaultSignalsWhateverTheMonitorInherited) {
+  const std::string dir = tmp_ / "sigs";
+  std::string report;
+  {
+    IgnoringSignals ignoring;  // inherited by the monitor run by hand
+    report = run_by_hand(dir, {"/bin/grep", "SigIgn", "/proc/self/status"});
+  }
+  EXPECT_EQ(report.rfind("ok ", 0), 0u) << report;
+  ASSERT_TRUE(exit_of("sigs"));
+  const std::string log = read_file(dir + "/log");
+  EXPECT_EQ(sig_ign_of(log) & kInherited, 0u) << log;
+}
+
+TEST_F(LauncherTest, TheServersCommandsStartWithDefaultSignals) {
+  IgnoringSignals ignoring;  // the daemon's own, inherited by nothing it starts
+  sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+  // Two in a row: the second command's process is started where the first's was.
+  for (const char* name : {"sigs1", "sigs2"}) {
+    auto pid = launch(launcher, job(name, {"/bin/grep", "SigIgn", "/proc/self/status"}));
+    SBX_ASSERT_OK(pid);
+    ASSERT_TRUE(exit_of(name));
+    const std::string log = read_file(tmp_ / name + "/log");
+    EXPECT_EQ(sig_ign_of(log) & kInherited, 0u) << log;
+  }
 }
 
 }  // namespace
