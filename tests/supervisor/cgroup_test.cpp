@@ -10,8 +10,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,13 +21,6 @@
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class CgroupLayerTest : public ::testing::Test {
  protected:
