@@ -128,11 +128,12 @@ struct Supervisor::Impl {
   void watch_tail(Record& r, const std::string& name);  // needs mu; a tail segment's index
   /// `scanned`: called again once finish_unknown has run (on the worker pool).
   void on_monitor_exit(const std::string& id, bool scanned = false);
-  /// Runs `task` about a millisecond from now, with the others due then
-  /// (loop thread): what an end leaves to tidy, off the path of its news.
+  /// Runs `task` on a work thread about a millisecond from now, with the
+  /// others due then (called on the loop thread): what an end leaves to
+  /// tidy, off the path of its news and off the event thread.
   void tidy_later(std::function<void()> task);
   /// Once the ended record's monitor (`pidfd`) is gone: destroys its cgroup
-  /// if the monitor left it (loop thread).
+  /// if the monitor left it (any thread; never blocks the loop on cgroupfs).
   void await_monitor_gone(UniqueFd pidfd, const std::string& cgroup);
   void on_inotify();
   /// monitor.json was written again (restart policy): the latest run, or the delay before it.
