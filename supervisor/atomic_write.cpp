@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <string>
+
 namespace sup {
 
 int write_all(int fd, const void* buf, std::size_t len) {
@@ -29,24 +31,18 @@ int open_parent(int dirfd, const char* name) {
   const char* slash = ::strrchr(name, '/');
   if (slash == nullptr) return dirfd == AT_FDCWD ? ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                                                  : ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  char dir[4096];
-  const std::size_t len = slash == name ? 1 : static_cast<std::size_t>(slash - name);
-  if (len >= sizeof dir) return -1;
-  ::memcpy(dir, name, len);
-  dir[len] = '\0';
-  return ::openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const std::string dir(name, slash == name ? 1 : static_cast<std::size_t>(slash - name));
+  return ::openat(dirfd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 }  // namespace
 
+// The names are on the heap, not in PATH_MAX arrays: every monitor writes
+// its records with this, and each 4 KiB of stack frame is a page more of
+// its own (bench/RESULTS.md, the monitor's memory).
 int write_file_atomic_at(int dirfd, const char* name, std::string_view content, bool sync, const char** failed) {
-  char tmp[4096];
-  const int len = ::snprintf(tmp, sizeof tmp, "%s.tmp", name);
+  const std::string tmp = std::string(name) + ".tmp";
   const char* step = "create";
-  if (len < 0 || static_cast<std::size_t>(len) >= sizeof tmp) {
-    if (failed) *failed = step;
-    return ENAMETOOLONG;
-  }
-  int fd = ::openat(dirfd, tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  int fd = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (failed) *failed = step;
     return errno;
@@ -59,12 +55,12 @@ int write_file_atomic_at(int dirfd, const char* name, std::string_view content, 
     err = errno;
   }
   if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
-  if (err == 0 && ::renameat(dirfd, tmp, dirfd, name) != 0) {
+  if (err == 0 && ::renameat(dirfd, tmp.c_str(), dirfd, name) != 0) {
     step = "rename";
     err = errno;
   }
   if (err != 0) {
-    ::unlinkat(dirfd, tmp, 0);
+    ::unlinkat(dirfd, tmp.c_str(), 0);
     if (failed) *failed = step;
     return err;
   }

@@ -169,15 +169,31 @@ int pidfd_signal(int pidfd, int sig) {
 }
 
 long long read_oom_kill_count() {
-  char buf[16384];
-  if (read_small("/proc/vmstat", buf, sizeof buf) <= 0) return -1;
-  const char* p = buf;
-  while (p != nullptr && *p != '\0') {
-    if (::strncmp(p, "oom_kill ", 9) == 0) return ::strtoll(p + 9, nullptr, 10);
-    p = ::strchr(p, '\n');
-    if (p != nullptr) ++p;
+  // A line at a time through a small buffer: every monitor reads this at
+  // its start, and a buffer for the whole file (4 KiB and growing) would be
+  // pages more of each monitor's stack.
+  const int fd = ::open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[256];
+  std::size_t have = 0;  // the start of a line not read to its end yet
+  long long found = -1;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf + have, sizeof buf - 1 - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    have += static_cast<std::size_t>(n);
+    buf[have] = '\0';
+    char* line = buf;
+    for (char* nl; (nl = ::strchr(line, '\n')) != nullptr; line = nl + 1) {
+      if (::strncmp(line, "oom_kill ", 9) == 0) found = ::strtoll(line + 9, nullptr, 10);
+    }
+    have = static_cast<std::size_t>(buf + have - line);
+    if (have == sizeof buf - 1) have = 0;  // a line longer than the buffer is not the one
+    ::memmove(buf, line, have);
+    if (found >= 0) break;
   }
-  return -1;
+  ::close(fd);
+  return found;
 }
 
 }  // namespace sup

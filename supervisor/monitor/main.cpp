@@ -352,12 +352,13 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* start)
 // m.out/m.err), fd 0 from stdin_src; with a cgroup (m.cg) the child joins it
 // by cgroup.procs first, which reports the cgroup's error. Then it execs.
 // The child shares the monitor's memory until its exec (clone_sharing_memory:
-// a fork's copy cost ~1 ms a start here), so `start` lives on in m until the
-// next run. Returns the child (-1: errno set, nothing started) and the read
-// end of its exec status pipe in *status_r; exec_outcome() must be called
-// before the next run.
-pid_t fork_run(const Args& args, Monitor& m, int go_fd, int stdin_src, const char* cwd, int* status_r) {
-  static ChildStart start;  // read by the child until its exec (one child at a time)
+// a fork's copy cost ~1 ms a start here), so `start` (the caller's, on the
+// monitor's stack: no page of its own to dirty) must stay until then.
+// Returns the child (-1: errno set, nothing started) and the read end of its
+// exec status pipe in *status_r; exec_outcome() must be called before the
+// next run.
+pid_t fork_run(const Args& args, Monitor& m, ChildStart& start, int go_fd, int stdin_src, const char* cwd,
+               int* status_r) {
   int outp[2] = {-1, -1}, errp[2] = {-1, -1}, statp[2] = {-1, -1};
   pid_t root = -1;
   int cgroup_procs = -1;
@@ -396,9 +397,14 @@ int exec_outcome(int status_r, pid_t root) {
     got += static_cast<size_t>(n);
   }
   ::close(status_r);
-  if (got == 0) return 0;
+  // EOF: exec'd (or killed); else reaped below. Its stack is free either way.
+  if (got == 0) {
+    release_child_stack();
+    return 0;
+  }
   while (::waitpid(root, nullptr, 0) < 0 && errno == EINTR) {
   }
+  release_child_stack();
   return got == sizeof child_err ? child_err : EIO;
 }
 
@@ -460,6 +466,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
 
   Monitor m;
+  ChildStart child_start{};  // what each run's process reads until its exec (fork_run)
   m.dirfd = dirfd;
   m.grace_ms = args.grace_ms;
   m.oom_at_start = sup::read_oom_kill_count();
@@ -524,7 +531,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   // Forked by the server, stdin is the go socket (server.cpp).
   const int go_fd = detach ? -1 : 0;
   int status_r = -1;
-  pid_t root = fork_run(args, m, go_fd, stdin_r >= 0 ? stdin_r : devnull, nullptr, &status_r);
+  pid_t root = fork_run(args, m, child_start, go_fd, stdin_r >= 0 ? stdin_r : devnull, nullptr, &status_r);
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
   if (stdin_r >= 0) ::close(stdin_r);  // the command's alone
   if (go_fd >= 0) ::dup2(devnull, go_fd);  // the command alone holds it now
@@ -569,7 +576,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
       cwd = here;
       ::free(here);
     }
-    m.spawn = [&args, &m, &cwd, devnull, dirfd](pid_t* pid, std::string* why) {
+    m.spawn = [&args, &m, &child_start, &cwd, devnull, dirfd](pid_t* pid, std::string* why) {
       *pid = -1;
       if (!m.cg.empty() && !m.cg.exists()) {
         *why = errmsg(("cannot open the cgroup " + m.cg.path()).c_str(), ENOENT);
@@ -587,7 +594,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
       // Each run reads the same input, from a read end of its own.
       const int in = args.stdin_pipe ? open_stdin_for_run(dirfd) : -1;
       int status = -1;
-      *pid = fork_run(args, m, -1, in >= 0 ? in : devnull, cwd.empty() ? nullptr : cwd.c_str(), &status);
+      *pid = fork_run(args, m, child_start, -1, in >= 0 ? in : devnull, cwd.empty() ? nullptr : cwd.c_str(), &status);
       if (in >= 0) ::close(in);
       if (*pid < 0) {
         e = errno;

@@ -203,6 +203,15 @@ int exec_command(char* const argv[], char* const envp[]);
 // (its stack is reused). -1 with errno when no process was made.
 pid_t clone_sharing_memory(int (*fn)(void*), void* arg);
 
+// Maps the children's stack now. The server calls it once, so that the
+// monitors it forks inherit the mapping and the pointer to it: none of
+// them dirties a page of its own for that pointer (its page of .bss).
+void prepare_child_stack();
+
+// The child has exec'd or ended: the pages its stack used go back to the
+// kernel (the mapping stays for a next run). About 8 KiB a monitor.
+void release_child_stack();
+
 // Every signal this process inherited as ignored is set back to its default
 // (util.cpp; once, at the start of the server or of a command-line monitor),
 // so that a command's process has only the monitor's own SIGPIPE to reset.

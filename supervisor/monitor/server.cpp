@@ -49,7 +49,7 @@ void report_error(int fd, int err, const char* what) {
     ::_exit(1);
   }
   std::string job;
-  char buf[65536];
+  char buf[4096];  // a bigger one would be stack pages of every monitor (bench/RESULTS.md)
   for (;;) {
     ssize_t n = ::read(job_fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -107,6 +107,7 @@ int serve() {
   // Loaded once here and inherited by every monitor (else each one opens
   // and reads the time zone file for its first timestamp: perf trace).
   ::tzset();
+  prepare_child_stack();  // the same: mapped once, inherited (monitor.hpp)
 
   for (;;) {
     char payload[64];

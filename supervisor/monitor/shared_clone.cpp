@@ -17,18 +17,25 @@ namespace {
 constexpr std::size_t kStackSize = 256 * 1024;
 constexpr std::size_t kGuard = 4096;
 
+char* g_top = nullptr;  // one child at a time: made once, kept
+
 char* child_stack_top() {
-  static char* top = nullptr;  // one child at a time: made once, kept
-  if (top != nullptr) return top;
+  if (g_top != nullptr) return g_top;
   void* p = ::mmap(nullptr, kStackSize + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
                    -1, 0);
   if (p == MAP_FAILED) return nullptr;
   ::mprotect(p, kGuard, PROT_NONE);
-  top = static_cast<char*>(p) + kGuard + kStackSize;
-  return top;
+  g_top = static_cast<char*>(p) + kGuard + kStackSize;
+  return g_top;
 }
 
 }  // namespace
+
+void prepare_child_stack() { (void)child_stack_top(); }
+
+void release_child_stack() {
+  if (g_top != nullptr) ::madvise(g_top - kStackSize, kStackSize, MADV_DONTNEED);
+}
 
 pid_t clone_sharing_memory(int (*fn)(void*), void* arg) {
   char* top = child_stack_top();
