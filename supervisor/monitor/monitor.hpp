@@ -212,9 +212,10 @@ void prepare_child_stack();
 // kernel (the mapping stays for a next run). About 8 KiB a monitor.
 void release_child_stack();
 
-// Every signal this process inherited as ignored is set back to its default
-// (util.cpp; once, at the start of the server or of a command-line monitor),
-// so that a command's process has only the monitor's own SIGPIPE to reset.
+// Every signal this process inherited as ignored is set back to its default,
+// the C library's reserved ones too (util.cpp; once, at the start of the
+// server or of a command-line monitor), so that a command's process has only
+// the monitor's own SIGPIPE to reset.
 void reset_ignored_signals();
 
 // ---- main.cpp / server.cpp ---------------------------------------------------

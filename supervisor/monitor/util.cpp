@@ -7,10 +7,25 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdint>
+
 namespace sbxmon {
+
+namespace {
+
+// The kernel's struct sigaction for rt_sigaction(2) (x86_64, arm64).
+struct KernelSigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)();
+  std::uint64_t mask;
+};
+
+}  // namespace
 
 void diag(const char* fmt, ...) {
   int saved = errno;
@@ -39,6 +54,16 @@ void reset_ignored_signals() {
     // The C library's reserved signals answer EINVAL: not ours to change.
     if (s != SIGKILL && s != SIGSTOP && ::sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN)
       ::sigaction(s, &dfl, nullptr);
+  }
+  // Those (glibc's 32 and 33, below SIGRTMIN) are asked of the kernel:
+  // glibc's posix_spawn ignores them in the child (the daemon starts the
+  // server so), and ignored survives each exec down to every command.
+  for (int s = 32; s < SIGRTMIN; ++s) {
+    KernelSigaction now{};
+    if (::syscall(SYS_rt_sigaction, s, nullptr, &now, sizeof now.mask) != 0 || now.handler != SIG_IGN) continue;
+    KernelSigaction def{};
+    def.handler = SIG_DFL;
+    ::syscall(SYS_rt_sigaction, s, &def, nullptr, sizeof def.mask);
   }
 }
 
