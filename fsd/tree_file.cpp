@@ -14,11 +14,15 @@ constexpr mode_t kReadOnly = S_IFREG | 0444;
 constexpr mode_t kReadWrite = S_IFREG | 0666;
 constexpr mode_t kWriteOnly = S_IFREG | 0222;
 
-// Fixed files are cached 1 s; a command's files and logs 0 s (they come and
-// go, and logs grow), except the attributes of procs/ID itself, which change
-// only when a command starts in the slot (its mtime is the start time):
-// cached 1 s, they spare `ls -l procs` a GETATTR per command after its
-// LOOKUP. Scratch names go away with a rename: never cached.
+// Fixed files are cached 1 s. A command's names are not (they come and go),
+// and neither are the logs' attributes (they grow), but the attributes of
+// its other files are, 1 s: they never change (size 0, the mount's time)
+// but for the owner of a slot run again by another user (allow_other), a
+// look the daemon does not go by. Each `fstat` after an open (`cat`,
+// Python's open) is then no GETATTR round trip. Those of procs/ID itself
+// change only when a command starts in the slot (its mtime is the start
+// time): cached 1 s, they spare `ls -l procs` a GETATTR per command after
+// its LOOKUP. Scratch names go away with a rename: never cached.
 constexpr TreeFile kFiles[] = {
     // The root, in listing order.
     {.kind = Kind::readme, .place = Place::root, .name = "README", .mode = kReadOnly, .open = open_readme,
@@ -33,9 +37,9 @@ constexpr TreeFile kFiles[] = {
 
     // procs/ID/, in listing order.
     {.kind = Kind::record_cmd, .place = Place::record, .name = "cmd", .mode = kReadWrite, .open = open_cmd,
-     .entry_timeout = 0, .attr_timeout = 0},
+     .entry_timeout = 0},
     {.kind = Kind::record_status, .place = Place::record, .name = "status.json", .mode = kReadOnly,
-     .open = open_status, .keys = param_keys::record_status, .entry_timeout = 0, .attr_timeout = 0,
+     .open = open_status, .keys = param_keys::record_status, .entry_timeout = 0,
      .reads_client = true},
     {.kind = Kind::log, .place = Place::record, .name = "log", .mode = kReadOnly, .open = open_log,
      .keys = param_keys::log, .entry_timeout = 0, .attr_timeout = 0, .size = Size::backing},
@@ -44,25 +48,25 @@ constexpr TreeFile kFiles[] = {
     {.kind = Kind::stderr_log, .place = Place::record, .name = "stderr", .mode = kReadOnly, .open = open_log,
      .keys = param_keys::log, .entry_timeout = 0, .attr_timeout = 0, .size = Size::backing},
     {.kind = Kind::tail, .place = Place::record, .name = "tail", .mode = kReadOnly, .open = open_tail,
-     .keys = param_keys::tail, .entry_timeout = 0, .attr_timeout = 0},
+     .keys = param_keys::tail, .entry_timeout = 0},
     {.kind = Kind::wait, .place = Place::record, .name = "wait", .mode = kReadOnly, .open = open_wait,
-     .keys = param_keys::wait, .entry_timeout = 0, .attr_timeout = 0, .reads_client = true},
+     .keys = param_keys::wait, .entry_timeout = 0, .reads_client = true},
     {.kind = Kind::ready, .place = Place::record, .name = "ready", .mode = kReadWrite, .open = open_ready,
-     .keys = param_keys::ready, .entry_timeout = 0, .attr_timeout = 0, .reads_client = true},
+     .keys = param_keys::ready, .entry_timeout = 0, .reads_client = true},
     {.kind = Kind::output, .place = Place::record, .name = "output", .mode = kReadOnly, .open = open_output,
-     .keys = param_keys::output, .entry_timeout = 0, .attr_timeout = 0, .reads_client = true},
+     .keys = param_keys::output, .entry_timeout = 0, .reads_client = true},
     {.kind = Kind::steps, .place = Place::record, .name = "steps", .mode = kWriteOnly, .open = open_steps,
-     .entry_timeout = 0, .attr_timeout = 0},
+     .entry_timeout = 0},
     {.kind = Kind::steps_json, .place = Place::record, .name = "steps.json", .mode = kReadOnly,
-     .open = open_steps_json, .entry_timeout = 0, .attr_timeout = 0},
+     .open = open_steps_json, .entry_timeout = 0},
     {.kind = Kind::stop, .place = Place::record, .name = "stop", .mode = kWriteOnly, .open = open_stop,
-     .entry_timeout = 0, .attr_timeout = 0},
+     .entry_timeout = 0},
     {.kind = Kind::signal, .place = Place::record, .name = "signal", .mode = kWriteOnly, .open = open_signal,
-     .entry_timeout = 0, .attr_timeout = 0},
+     .entry_timeout = 0},
     {.kind = Kind::events, .place = Place::record, .name = "events", .mode = kReadOnly, .open = open_events,
-     .keys = param_keys::events, .entry_timeout = 0, .attr_timeout = 0, .size = Size::stream},
+     .keys = param_keys::events, .entry_timeout = 0, .size = Size::stream},
     {.kind = Kind::stdin_pipe, .place = Place::record, .name = "stdin", .mode = kWriteOnly, .open = open_stdin,
-     .keys = param_keys::stdin_file, .entry_timeout = 0, .attr_timeout = 0},
+     .keys = param_keys::stdin_file, .entry_timeout = 0},
 
     // Named otherwise.
     {.kind = Kind::root, .place = Place::unnamed, .mode = kDir},

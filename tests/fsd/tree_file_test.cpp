@@ -86,8 +86,10 @@ TEST(TreeFile, FixedFilesAreCachedACommandsAreNot) {
   for (const fsd::TreeFile& f : fsd::tree_files()) {
     const bool fixed = !fsd::is_record_kind(f.kind) && f.kind != Kind::scratch;
     EXPECT_EQ(f.entry_timeout, fixed ? 1.0 : 0.0) << static_cast<int>(f.kind);
-    // procs/ID's attributes change only with a new start: cached 1 s.
-    EXPECT_EQ(f.attr_timeout, fixed || f.kind == Kind::record_dir ? 1.0 : 0.0) << static_cast<int>(f.kind);
+    // Attributes that never change (procs/ID's only with a new start) are
+    // cached 1 s; those of the logs (they grow) and of scratch names are not.
+    const bool changing = f.size == fsd::Size::backing || f.kind == Kind::scratch;
+    EXPECT_EQ(f.attr_timeout, changing ? 0.0 : 1.0) << static_cast<int>(f.kind);
   }
 }
 
