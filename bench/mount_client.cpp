@@ -6,7 +6,7 @@
 // alternate in time, which is fairer on a noisy machine.
 //
 //   bench_mount --mount=DIR --group=GROUP [--runs=N] [--tsp=PATH] [--nq=PATH]
-//               [--stamp=PATH] [--delay-ms=MS] [benchmark flags...]
+//               [--stamp=PATH] [--delay-ms=MS] [--idle-ms=MS] [benchmark flags...]
 //
 // The peers (task-spooler's tsp, nq) run with the caller's environment:
 // TS_SOCKET and NQDIR name their private queues.
@@ -17,7 +17,9 @@
 //              posix_spawn_true: posix_spawn + waitpid of /bin/true;
 //              tsp_true (with --tsp): posix_spawn + waitpid of `tsp -f true`;
 //              nq_true (with --nq): `nq true` (it prints the job id and
-//              returns), then `nq -w ID` (returns once the job has ended)
+//              returns), then `nq -w ID` (returns once the job has ended);
+//              with --idle-ms=MS each run comes after MS of idleness (not
+//              timed), as starts come at an agent's pace
 //   shell      sbxfs_shell: bash -c 'exec 3<>cmd; echo true >&3; read id <&3;
 //              exec 3>&-; cat procs/$id/wait'; bash_true: bash -c true
 //   wake       sbxfs_wake / waitpid_wake: from bench_stamp's CLOCK_MONOTONIC
@@ -75,6 +77,7 @@ struct Config {
   std::string stamp;
   int delay_ms = 10;
   int busy = 50;
+  int idle_ms = 0;
   long fill = -1;
   int par = 4;
   std::string req;
@@ -187,9 +190,16 @@ std::string json_str(const std::string& s) {
 
 // ---- roundtrip -------------------------------------------------------------
 
+// --idle-ms: nothing happens for that long before a run (state.PauseTiming
+// would count its own cost; the runs are timed by hand anyway).
+void idle_before_run() {
+  if (cfg.idle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(cfg.idle_ms));
+}
+
 void BM_sbxfs_roundtrip(benchmark::State& state) {
   const std::string req = "{\"argv\": [\"/bin/true\"]}\n";
   for (auto _ : state) {
+    idle_before_run();
     int64_t t0 = mono_ns();
     std::string id, why;
     if (!start(req, &id, &why)) {
@@ -209,6 +219,7 @@ void BM_sbxfs_roundtrip(benchmark::State& state) {
 
 void BM_posix_spawn_true(benchmark::State& state) {
   for (auto _ : state) {
+    idle_before_run();
     int64_t t0 = mono_ns();
     int st = spawn_wait({"/bin/true"});
     int64_t t1 = mono_ns();
@@ -726,6 +737,7 @@ int main(int argc, char** argv) {
       continue;
     if (take(a, "--runs", &v)) cfg.runs = std::atoi(v.c_str());
     else if (take(a, "--delay-ms", &v)) cfg.delay_ms = std::atoi(v.c_str());
+    else if (take(a, "--idle-ms", &v)) cfg.idle_ms = std::max(0, std::atoi(v.c_str()));
     else if (take(a, "--busy", &v)) cfg.busy = std::max(1, std::atoi(v.c_str()));
     else if (take(a, "--fill", &v)) cfg.fill = std::atol(v.c_str());
     else if (take(a, "--par", &v)) cfg.par = std::max(1, std::atoi(v.c_str()));

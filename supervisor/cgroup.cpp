@@ -255,6 +255,8 @@ bool Cgroup::exists() const {
 
 int Cgroup::open_procs() const { return ::open((path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC); }
 
+int Cgroup::open_dir() const { return ::open(path_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC); }
+
 int Cgroup::open_events() const { return ::open((path_ + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC); }
 
 bool Cgroup::populated() const {

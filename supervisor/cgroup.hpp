@@ -67,6 +67,8 @@ class Cgroup {
   /// cgroup.procs opened for writing: a child writes "0" to it between fork
   /// and exec to join (write(2) is async-signal-safe).
   int open_procs() const;
+  /// The cgroup's directory (O_PATH), for clone3's CLONE_INTO_CGROUP.
+  int open_dir() const;
   /// cgroup.events, for poll(2) POLLPRI (or inotify IN_MODIFY); read it
   /// (pread at 0) after each event, which re-arms it.
   int open_events() const;

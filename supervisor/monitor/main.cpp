@@ -15,8 +15,8 @@
 // --log-max: output bytes kept in the log; later output is drained and
 // counted in `dropped` (relay.cpp). Absent or 0 = no limit.
 // --cgroup: an empty cgroup v2 directory made for the command: the
-// command's process joins it before anything else (and before its exec),
-// so none of the command's processes runs outside;
+// command's process is born in it (or joins it before anything else, and
+// before its exec), so none of the command's processes runs outside;
 // the record ends when it is empty too, and the monitor removes it then
 // (supervisor/cgroup.hpp). monitor.json names it.
 // --stdin pipe: the command reads the FIFO `stdin` of RECORD_DIR (made here)
@@ -349,8 +349,9 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* start)
 }
 
 // Starts a run: fresh stdout/stderr pipes (read ends, non-blocking, in
-// m.out/m.err), fd 0 from stdin_src; with a cgroup (m.cg) the child joins it
-// by cgroup.procs first, which reports the cgroup's error. Then it execs.
+// m.out/m.err), fd 0 from stdin_src; with a cgroup (m.cg) the child is born
+// in it, or else joins it by cgroup.procs first, which reports the cgroup's
+// error. Then it execs.
 // The child shares the monitor's memory until its exec (clone_sharing_memory:
 // a fork's copy cost ~1 ms a start here), so `start` (the caller's, on the
 // monitor's stack: no page of its own to dirty) must stay until then.
@@ -361,13 +362,23 @@ pid_t fork_run(const Args& args, Monitor& m, ChildStart& start, int go_fd, int s
                int* status_r) {
   int outp[2] = {-1, -1}, errp[2] = {-1, -1}, statp[2] = {-1, -1};
   pid_t root = -1;
-  int cgroup_procs = -1;
-  if (::pipe2(outp, O_CLOEXEC) == 0 && ::pipe2(errp, O_CLOEXEC) == 0 && ::pipe2(statp, O_CLOEXEC) == 0 &&
-      (m.cg.empty() || (cgroup_procs = m.cg.open_procs()) >= 0)) {
-    start = ChildStart{&args, go_fd, stdin_src, outp[1], errp[1], statp[1], cgroup_procs, cwd, m.notify_w};
-    root = clone_sharing_memory(child_main, &start);
+  int cgroup_dir = -1, cgroup_procs = -1;
+  if (::pipe2(outp, O_CLOEXEC) == 0 && ::pipe2(errp, O_CLOEXEC) == 0 && ::pipe2(statp, O_CLOEXEC) == 0) {
+    start = ChildStart{&args, go_fd, stdin_src, outp[1], errp[1], statp[1], -1, cwd, m.notify_w};
+    if (m.cg.empty()) {
+      root = clone_sharing_memory(child_main, &start);
+    } else {
+      // Born in the cgroup; where that fails (no child was made), the child
+      // joins by cgroup.procs, as before clone3, and reports the cgroup's error.
+      if ((cgroup_dir = m.cg.open_dir()) >= 0) root = clone_sharing_memory(child_main, &start, cgroup_dir);
+      if (root < 0 && (cgroup_procs = m.cg.open_procs()) >= 0) {
+        start.cgroup_procs = cgroup_procs;
+        root = clone_sharing_memory(child_main, &start);
+      }
+    }
   }
   const int e = errno;
+  if (cgroup_dir >= 0) ::close(cgroup_dir);
   if (cgroup_procs >= 0) ::close(cgroup_procs);
   for (int fd : {outp[1], errp[1], statp[1]})
     if (fd >= 0) ::close(fd);

@@ -201,7 +201,17 @@ int exec_command(char* const argv[], char* const envp[]);
 // without sanitizer calls, and sets errno only on the way to its _exit).
 // The caller must not start another before this child has exec'd or ended
 // (its stack is reused). -1 with errno when no process was made.
-pid_t clone_sharing_memory(int (*fn)(void*), void* arg);
+//
+// With `cgroup_dir` (a cgroup v2 directory, open_dir()), the child is born
+// in that cgroup (clone3's CLONE_INTO_CGROUP). Joining it later by a write
+// to cgroup.procs takes the kernel's cgroup threadgroup lock for writing,
+// which waits for an RCU grace period once the lock has been idle: 7-14 ms
+// a start on an idle machine here, against 0.5 ms for a fork born in the
+// cgroup (bench/RESULTS.md, "A command born in its cgroup"). -1 with errno
+// where that is refused (the cgroup's error) or unsupported (ENOSYS, EINVAL
+// before Linux 5.7, another architecture): the caller then joins by
+// cgroup.procs, which reports what is wrong.
+pid_t clone_sharing_memory(int (*fn)(void*), void* arg, int cgroup_dir = -1);
 
 // Maps the children's stack now. The server calls it once, so that the
 // monitors it forks inherit the mapping and the pointer to it: none of

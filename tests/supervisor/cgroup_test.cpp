@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "supervisor/cgroup_limits.hpp"
+#include "supervisor/monitor/monitor.hpp"
 #include "supervisor/spec.hpp"
 
 namespace {
@@ -100,6 +101,65 @@ TEST_F(CgroupLayerTest, SignalsReachEveryMemberAndFreezeHoldsThem) {
   EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
   EXPECT_TRUE(cg_.wait_empty(5s));
   EXPECT_TRUE(cg_.cpu_usec().has_value()) << "cpu.stat exists without the cpu controller";
+}
+
+// The monitor's way to start a command's process (supervisor/monitor/shared_clone.cpp):
+// it shares the caller's memory until it ends, and its first instruction already runs
+// in the cgroup whose directory it is given.
+struct FirstLook {
+  int out;  // the pipe the child writes its /proc/self/cgroup to
+};
+
+int report_cgroup(void* arg) {
+  const int out = static_cast<FirstLook*>(arg)->out;
+  char buf[1024];
+  const int fd = ::open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+  const ssize_t n = fd < 0 ? -1 : ::read(fd, buf, sizeof buf);
+  if (n > 0 && ::write(out, buf, static_cast<size_t>(n)) != n) ::_exit(2);
+  ::_exit(n > 0 ? 0 : 1);
+}
+
+TEST_F(CgroupLayerTest, ACommandsProcessIsBornInItsCgroup) {
+  ASSERT_EQ(sup::create_command_cgroup(h_, "cmd-layer-born", &cg_), 0);
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  const int dir = cg_.open_dir();
+  ASSERT_GE(dir, 0);
+  FirstLook look{p[1]};
+  const pid_t child = sbxmon::clone_sharing_memory(report_cgroup, &look, dir);
+  const int e = errno;
+  ::close(dir);
+  ::close(p[1]);
+  ASSERT_GT(child, 0) << std::strerror(e);
+  std::string seen;
+  char buf[1024];
+  for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) > 0;) seen.append(buf, static_cast<size_t>(n));
+  ::close(p[0]);
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  sbxmon::release_child_stack();
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  // cgroup v2's line is "0::PATH", PATH from the hierarchy's mount point.
+  const std::size_t at = seen.find("0::");
+  ASSERT_NE(at, std::string::npos) << seen;
+  const std::string rel = seen.substr(at + 3, seen.find('\n', at) - at - 3);
+  const std::string& full = cg_.path();
+  const bool ends_with_rel = full.size() > rel.size() && full.compare(full.size() - rel.size(), rel.size(), rel) == 0;
+  EXPECT_TRUE(rel.size() > 1 && ends_with_rel) << "the child's first look says " << rel << ", its cgroup is " << full;
+}
+
+TEST_F(CgroupLayerTest, ADirectoryThatIsNoCgroupMakesNoProcess) {
+  char tmp[] = "/tmp/sbx-not-a-cgroup-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmp), nullptr);
+  const int dir = ::open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  FirstLook look{-1};
+  const pid_t child = sbxmon::clone_sharing_memory(report_cgroup, &look, dir);
+  const int e = errno;
+  ::close(dir);
+  ::rmdir(tmp);
+  EXPECT_EQ(child, -1) << "the caller then joins by cgroup.procs, which says what is wrong";
+  EXPECT_NE(e, 0);
 }
 
 TEST_F(CgroupLayerTest, ALeftoverOfTheSameNameIsReplacedWhenEmpty) {
