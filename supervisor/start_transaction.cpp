@@ -92,9 +92,9 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
     if (!spec.script_file.empty()) ::unlink(spec.script_file.c_str());
     I.unreserve(id, spec.requester_uid, !s->queue_full);
     done(std::move(e));
+    I.spares->refill_later();
   };
-  if (::mkdir(s->tmp_dir.c_str(), 0700) != 0) {
-    int e = errno;
+  if (const int e = I.spares->make(s->tmp_dir)) {
     I.unreserve(id, spec.requester_uid, !s->queue_full);
     return done(error_from_errno(e, "mkdir " + s->tmp_dir));
   }
@@ -375,6 +375,7 @@ void Supervisor::Impl::start_commit(std::uint64_t token) {
   }
   cpu.forget(id);
   s->done(std::move(out));
+  spares->refill_later();  // the folder it took
 }
 
 std::shared_ptr<Supervisor::Impl::Starting> Supervisor::Impl::start_take(std::uint64_t token) {
@@ -447,6 +448,7 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
   // Readers that found the new run answer from the old record, or learn it is gone.
   if (s->published) emit(restored ? Event::Kind::ended : Event::Kind::removed, s->id);
   s->done(std::move(e));
+  spares->refill_later();
   start_queued();  // its place is free
 }
 

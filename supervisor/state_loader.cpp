@@ -172,7 +172,7 @@ Status Supervisor::Impl::load() {
   for (auto& e : fs::directory_iterator(staging_dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("new-", 0) == 0) finish_start(e.path(), name.substr(4));
-    else remove_tree(e.path().string());  // del-*: a removal in progress
+    else remove_tree(e.path().string());  // del-*: a removal in progress; spare-*: an empty folder
   }
   for (auto& e : fs::directory_iterator(procs_dir, ec)) {
     std::string name = e.path().filename().string();

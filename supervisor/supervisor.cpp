@@ -66,6 +66,12 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   }
   // One thread leaves a core to the event thread on a small machine.
   impl->work = std::make_unique<WorkPool>(std::max(1u, std::thread::hardware_concurrency() / 2));
+  // Enough for the starts of a few writers at once; the spares taken are
+  // made again 50 ms later, on the work pool (spare_folders.hpp).
+  impl->spares = std::make_unique<SpareFolders>(impl->staging_dir, 8, [ip = impl.get()](std::function<void()> t) {
+    ip->loop->add_timer(EventLoop::Clock::now() + std::chrono::milliseconds(50),
+                        [ip, t = std::move(t)] { ip->work->post(t); });
+  });
   Impl* p = impl.get();
   impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
   // How new commands are tracked, decided once; a hierarchy given by name must work.
@@ -73,6 +79,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   if (!impl->cgroups && !impl->opts.cgroup.empty() && impl->opts.cgroup != "off")
     return Error{Errc::invalid_argument, "cgroup=" + impl->opts.cgroup + ": " + impl->no_cgroup};
   if (auto st = impl->load(); !st) return st.error();
+  impl->spares->refill_later();  // after load(), which clears staging/ of what a dead daemon left
   impl->prune();  // the limits may be lower than last time, or records aged meanwhile
   impl->launcher = std::make_unique<MonitorLauncher>(impl->opts.monitor_path);
   impl->launcher->prestart();
@@ -92,12 +99,13 @@ Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t own
   std::string tmp = I.start_dir(name);
   remove_tree(tmp);
   Status st = Ok{};
-  if (::mkdir(tmp.c_str(), 0700) != 0) {
-    st = error_from_errno(errno, "mkdir " + tmp);
+  if (const int e = I.spares->make(tmp)) {
+    st = error_from_errno(e, "mkdir " + tmp);
   } else {
     st = write_file_atomic(tmp + "/" + kSlotFile, format_slot(SlotOwner{owner_uid, owner_sid}));
     if (st && ::rename(tmp.c_str(), I.dir_of(name).c_str()) != 0) st = error_from_errno(errno, "rename " + tmp);
   }
+  I.spares->refill_later();
   std::lock_guard g(I.mu);
   I.reserved.erase(name);
   if (!st) {

@@ -25,6 +25,7 @@
 #include "supervisor/readiness_probe.hpp"
 #include "supervisor/record.hpp"
 #include "supervisor/retention.hpp"
+#include "supervisor/spare_folders.hpp"
 #include "supervisor/supervisor.hpp"
 #include "supervisor/unique_fd.hpp"
 #include "supervisor/work_pool.hpp"
@@ -85,6 +86,7 @@ struct Supervisor::Impl {
   std::vector<std::function<void()>> tidying;  // tidy_later()'s tasks; loop thread only
 
   std::unique_ptr<MonitorLauncher> launcher;
+  std::unique_ptr<SpareFolders> spares;  // before work: its refills run there
   std::unique_ptr<WorkPool> work;   // before loop: its tasks may post to the loop
   std::unique_ptr<EventLoop> loop;  // last: destroyed first, so no callback outlives the rest
 

@@ -304,10 +304,12 @@ TEST_F(RecoveryTest, UnfinishedStagingIsRemovedAndNothingIsStagedInProcs) {
   fs::create_directories(state_dir() + "/staging/new-junk");
   write_file(state_dir() + "/staging/new-junk/spec.json", "{\"bgId\": \"junk\"}");
   fs::create_directories(state_dir() + "/staging/del-7");
+  fs::create_directories(state_dir() + "/staging/spare-999");  // an unused spare folder
   reopen();
   ASSERT_TRUE(sup_);
   EXPECT_FALSE(file_exists(state_dir() + "/staging/new-junk"));
   EXPECT_FALSE(file_exists(state_dir() + "/staging/del-7"));
+  EXPECT_FALSE(file_exists(state_dir() + "/staging/spare-999"));
   EXPECT_FALSE(sup_->status("junk").has_value());
 }
 

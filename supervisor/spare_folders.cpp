@@ -1,0 +1,71 @@
+#include "supervisor/spare_folders.hpp"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace sup {
+
+SpareFolders::SpareFolders(std::string dir, unsigned keep, Later later)
+    : dir_(std::move(dir)), keep_(keep), later_(std::move(later)) {}
+
+SpareFolders::~SpareFolders() {
+  std::lock_guard g(mu_);
+  for (const std::string& p : ready_) ::rmdir(p.c_str());
+}
+
+int SpareFolders::make(const std::string& path) {
+  std::string spare;
+  {
+    std::lock_guard g(mu_);
+    if (!ready_.empty()) {
+      spare = std::move(ready_.back());
+      ready_.pop_back();
+    }
+  }
+  // A spare removed behind our back (or any other failure): the mkdir
+  // below says what is wrong, if anything is.
+  // NOREPLACE: an existing `path` is EEXIST, as for mkdir (a plain rename
+  // would replace an empty folder).
+  if (!spare.empty() && ::renameat2(AT_FDCWD, spare.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (!spare.empty()) ::rmdir(spare.c_str());
+  return ::mkdir(path.c_str(), 0700) == 0 ? 0 : errno;
+}
+
+void SpareFolders::refill() {
+  std::unique_lock g(mu_);
+  refill_posted_ = false;
+  if (making_) return;  // the other refill() goes on until there are enough
+  making_ = true;
+  // A name taken already (a leftover the loader could not remove) is passed
+  // by; any other failure (a full disk, say) ends the round: the starts
+  // make their own folders meanwhile.
+  for (unsigned tries = 0; ready_.size() < keep_ && tries < 2 * keep_; ++tries) {
+    const std::string p = dir_ + "/spare-" + std::to_string(next_++);
+    g.unlock();
+    const int e = ::mkdir(p.c_str(), 0700) == 0 ? 0 : errno;
+    g.lock();
+    if (e == 0) ready_.push_back(p);
+    else if (e != EEXIST) break;
+  }
+  making_ = false;
+}
+
+void SpareFolders::refill_later() {
+  {
+    std::lock_guard g(mu_);
+    if (refill_posted_ || ready_.size() >= keep_) return;
+    refill_posted_ = true;
+  }
+  later_([this] { refill(); });
+}
+
+std::size_t SpareFolders::ready() const {
+  std::lock_guard g(mu_);
+  return ready_.size();
+}
+
+}  // namespace sup

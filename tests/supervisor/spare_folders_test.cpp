@@ -1,0 +1,129 @@
+// supervisor/spare_folders: folders made ahead, renamed into place.
+#include "supervisor/spare_folders.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using sup::SpareFolders;
+
+class SpareFoldersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmp[] = "/tmp/sbx-spares-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmp), nullptr);
+    dir_ = tmp;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// The tasks handed to `later`, run when the test says.
+  SpareFolders::Later keep_tasks() {
+    return [this](std::function<void()> t) { tasks_.push_back(std::move(t)); };
+  }
+  void run_tasks() {
+    auto due = std::move(tasks_);
+    tasks_.clear();
+    for (auto& t : due) t();
+  }
+  std::vector<std::string> spares_on_disk() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_))
+      if (e.path().filename().string().rfind("spare-", 0) == 0) out.push_back(e.path().string());
+    return out;
+  }
+  static unsigned mode_of(const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0;
+  }
+
+  std::string dir_;
+  std::vector<std::function<void()>> tasks_;
+};
+
+TEST_F(SpareFoldersTest, AFolderComesFromASpareWhichIsMadeAgainLater) {
+  SpareFolders sf(dir_, 3, keep_tasks());
+  EXPECT_EQ(sf.ready(), 0u) << "none made before asked";
+  sf.refill_later();
+  sf.refill_later();
+  ASSERT_EQ(tasks_.size(), 1u) << "asked once until it has run";
+  run_tasks();
+  EXPECT_EQ(sf.ready(), 3u);
+  EXPECT_EQ(spares_on_disk().size(), 3u);
+
+  const std::string a = dir_ + "/new-a~1";
+  ASSERT_EQ(sf.make(a), 0);
+  EXPECT_TRUE(fs::is_directory(a));
+  EXPECT_TRUE(fs::is_empty(a));
+  EXPECT_EQ(mode_of(a), 0700u);
+  EXPECT_EQ(sf.ready(), 2u);
+  EXPECT_EQ(spares_on_disk().size(), 2u) << "renamed, not made";
+  EXPECT_TRUE(tasks_.empty()) << "make() leaves the refill to its caller";
+
+  sf.refill_later();
+  run_tasks();
+  EXPECT_EQ(sf.ready(), 3u);
+  EXPECT_EQ(spares_on_disk().size(), 3u);
+}
+
+TEST_F(SpareFoldersTest, WithoutASpareTheFolderIsMadeAsBefore) {
+  SpareFolders sf(dir_, 2, keep_tasks());
+  const std::string a = dir_ + "/new-a~1";
+  ASSERT_EQ(sf.make(a), 0);
+  EXPECT_TRUE(fs::is_directory(a));
+  EXPECT_EQ(mode_of(a), 0700u);
+  EXPECT_EQ(sf.make(dir_ + "/no/such/parent"), ENOENT);
+}
+
+TEST_F(SpareFoldersTest, AnExistingFolderIsRefusedAsMkdirWouldAndTheSpareIsNotLost) {
+  SpareFolders sf(dir_, 1, keep_tasks());
+  sf.refill_later();
+  run_tasks();
+  const std::string a = dir_ + "/new-a~1";
+  ASSERT_EQ(::mkdir(a.c_str(), 0700), 0);
+  EXPECT_EQ(sf.make(a), EEXIST) << "an empty folder in the way is not replaced";
+  EXPECT_TRUE(fs::is_directory(a));
+  EXPECT_TRUE(spares_on_disk().empty()) << "the spare that could not be used is removed, not leaked";
+}
+
+TEST_F(SpareFoldersTest, ASpareRemovedBehindItsBackStillGivesTheFolder) {
+  SpareFolders sf(dir_, 2, keep_tasks());
+  sf.refill_later();
+  run_tasks();
+  for (const std::string& p : spares_on_disk()) ASSERT_EQ(::rmdir(p.c_str()), 0);
+  const std::string a = dir_ + "/new-a~1";
+  ASSERT_EQ(sf.make(a), 0);
+  EXPECT_TRUE(fs::is_directory(a));
+}
+
+TEST_F(SpareFoldersTest, ANameTakenAlreadyIsPassedBy) {
+  ASSERT_EQ(::mkdir((dir_ + "/spare-0").c_str(), 0700), 0);  // left by an earlier daemon
+  SpareFolders sf(dir_, 2, keep_tasks());
+  sf.refill_later();
+  run_tasks();
+  EXPECT_EQ(sf.ready(), 2u);
+  EXPECT_EQ(spares_on_disk().size(), 3u);
+}
+
+TEST_F(SpareFoldersTest, TheSparesGoWithIt) {
+  {
+    SpareFolders sf(dir_, 4, keep_tasks());
+    sf.refill_later();
+    run_tasks();
+    ASSERT_EQ(spares_on_disk().size(), 4u);
+    ASSERT_EQ(sf.make(dir_ + "/new-kept~1"), 0);
+  }
+  EXPECT_TRUE(spares_on_disk().empty());
+  EXPECT_TRUE(fs::is_directory(dir_ + "/new-kept~1")) << "a folder given out is the caller's";
+}
+
+}  // namespace
