@@ -327,6 +327,35 @@ TEST_F(CgroupTest, AGivenHierarchyThatIsNoCgroupIsRefusedAtStart) {
 
 // ---- -o cgroup=off: the process-tree tracking, unchanged ----
 
+// Where clone3(2) is refused (a container's seccomp filter, a kernel before
+// 5.3), a command's process cannot be born in its cgroup: it joins it by
+// cgroup.procs before anything else, and everything else stays the same.
+class CgroupWithoutClone3Test : public CgroupTest {
+ protected:
+  CgroupWithoutClone3Test() { daemon_wrapper_ = {WITHOUT_CLONE3_PATH}; }
+};
+
+TEST_F(CgroupWithoutClone3Test, TheCommandJoinsItsCgroupBeforeItsExec) {
+  auto filtered = [](pid_t pid) {
+    return read_file("/proc/" + std::to_string(pid) + "/status").data.find("Seccomp:\t2") != std::string::npos;
+  };
+  ASSERT_TRUE(filtered(root_status()["supervisor"]["pid"].get<pid_t>())) << "the daemon runs under the filter";
+  // Its first instruction looks where it is.
+  const std::string id = start(R"({"argv": ["/bin/sh", "-c", "grep '^0::' /proc/self/cgroup; exec sleep 30"]})");
+  ASSERT_FALSE(id.empty());
+  const json s = status_json(id);
+  EXPECT_EQ(s["tracking"], "cgroup");
+  const std::string cg = s["cgroup"];
+  EXPECT_EQ(pids_in(cg + "/cgroup.procs"), std::vector<pid_t>{s["pid"].get<pid_t>()});
+  ASSERT_TRUE(wait_until([&] { return file("procs/" + id + "/log").find("0::") != std::string::npos; }, 5s));
+  const std::string seen = file("procs/" + id + "/log");
+  EXPECT_NE(seen.find(cg.substr(cg.find("/sbxfs-")) + "\n"), std::string::npos) << seen << " is not " << cg;
+  const json m = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data);
+  EXPECT_TRUE(filtered(m["monitorPid"].get<pid_t>())) << "its monitor, too, has no clone3";
+  EXPECT_EQ(run("echo > \"$MNT/procs/$ID/stop\"", 10, {{"ID", id}}).code, 0);
+  EXPECT_TRUE(wait_until([&] { return !exists(cg); }, 5s));
+}
+
 class ProcTreeTest : public TrackingTest {
  protected:
   ProcTreeTest() { daemon_options_ = {"-o", "cgroup=off"}; }

@@ -513,7 +513,8 @@ bool SbxfsTest::wait_mounted(pid_t pid, std::chrono::milliseconds timeout) {
 }
 
 bool SbxfsTest::start_daemon(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {SBXFS_PATH, "-f", "--state-dir", state_};
+  std::vector<std::string> argv = daemon_wrapper_;
+  argv.insert(argv.end(), {SBXFS_PATH, "-f", "--state-dir", state_});
   argv.insert(argv.end(), daemon_options_.begin(), daemon_options_.end());
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.push_back(mnt_);

@@ -91,6 +91,9 @@ class SbxfsTest : public ::testing::Test {
   // ---- configuration (set in a derived fixture's constructor) ----
   /// Extra daemon arguments before the mount point, e.g. {"-o", "wait_timeout=1"}.
   std::vector<std::string> daemon_options_;
+  /// A program (and its arguments) that execs the daemon's command line,
+  /// e.g. {WITHOUT_CLONE3_PATH}; empty: the daemon is run directly.
+  std::vector<std::string> daemon_wrapper_;
   /// Per-test budget of the watchdog.
   std::chrono::seconds watchdog_budget_{60};
 
