@@ -23,6 +23,10 @@ namespace sup {
 
 struct Record {
   std::string id;
+  /// Its id's serial (Impl::serial_for), set where the record is made: what
+  /// listings and inode numbers need of it, without a search of the serials
+  /// per record (a tenth of a listing's time with 11 000 records).
+  std::uint64_t serial = 0;
   std::optional<StartSpec> spec;
   std::optional<Error> error;
   uid_t owner_uid = 0;

@@ -32,8 +32,7 @@ std::string utf8_prefix(const std::string& s, size_t n) {
 CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   CommandStatus s;
   s.bg_id = r.id;
-  auto it = serials.find(r.id);
-  s.serial = it == serials.end() ? 0 : it->second;
+  s.serial = r.serial;
   s.owner_uid = r.owner_uid;
   s.owner_sid = r.owner_sid;
   if (r.spec) s.client = r.spec->requester_client;

@@ -51,9 +51,9 @@ Result<CommandStatus> Supervisor::Impl::enqueue(Starting& s) {
   {
     std::lock_guard g(mu);
     ended_index.erase(s.id);  // a named command that ended is replaced
-    serial_for(s.id);
     Record r;
     r.id = s.id;
+    r.serial = serial_for(s.id);
     r.state = CommandState::queued;
     r.spec = s.spec;
     r.owner_uid = s.spec.requester_uid;

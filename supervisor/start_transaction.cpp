@@ -338,10 +338,10 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
     return Ok{};
   }
   ended_index.erase(s.id);  // a named command that ended is replaced
-  serial_for(s.id);
   const auto old = records.find(s.id);  // a slot or an ended run it replaces
   Record r;
   r.id = s.id;
+  r.serial = serial_for(s.id);
   r.state = transition(old == records.end() ? CommandState::empty : old->second.state, CommandEvent::started).next;
   if (old != records.end() && !s.replaced_dir.empty()) s.replaced = std::move(old->second);
   r.spec = s.spec;

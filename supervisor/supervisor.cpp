@@ -112,9 +112,9 @@ Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t own
     remove_tree(tmp);
     return st.error();
   }
-  I.serial_for(name);
   Record r;
   r.id = name;
+  r.serial = I.serial_for(name);
   r.state = CommandState::empty;
   r.owner_uid = owner_uid;
   r.owner_sid = owner_sid;
@@ -269,11 +269,8 @@ std::vector<RecordEntry> Supervisor::entries() const {
   std::vector<RecordEntry> out;
   std::lock_guard g(impl_->mu);
   out.reserve(impl_->records.size());
-  for (auto& [id, r] : impl_->records) {
-    auto s = impl_->serials.find(id);
-    out.push_back(RecordEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid,
-                                shown_state(r) == CommandState::empty});
-  }
+  for (auto& [id, r] : impl_->records)
+    out.push_back(RecordEntry{id, r.serial, r.owner_uid, shown_state(r) == CommandState::empty});
   return out;
 }
 
@@ -283,9 +280,7 @@ std::vector<EndedEntry> Supervisor::ended_entries(std::optional<uid_t> owner) co
   for (auto& [id, r] : impl_->records) {
     if (shown_state(r) == CommandState::empty || !has_ended(shown_state(r))) continue;  // as list_running() counts them
     if (owner && r.owner_uid != *owner) continue;
-    auto s = impl_->serials.find(id);
-    out.push_back(EndedEntry{id, s == impl_->serials.end() ? 0 : s->second, r.owner_uid, r.monitor.started_at,
-                             r.exit.finished_at});
+    out.push_back(EndedEntry{id, r.serial, r.owner_uid, r.monitor.started_at, r.exit.finished_at});
   }
   return out;
 }

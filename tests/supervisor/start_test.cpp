@@ -332,6 +332,46 @@ TEST_F(StartTest, AutoIdsAreShortAndSortInStartOrder) {
   for (const auto& id : ids) ASSERT_TRUE(wait_ended(id));
 }
 
+// A record carries its id's serial (the inodes of its files are made of it):
+// the listings, the snapshot and a reload agree, and a name keeps its serial
+// when it is run again, from a slot or over an ended run.
+TEST_F(StartTest, AnIdKeepsOneSerialInEveryListingAcrossReRunsAndAReload) {
+  SBX_ASSERT_OK(sup_->create_slot("slotted", ::getuid(), 0));
+  auto a = sup_->start(argv({"/bin/true"}));
+  SBX_ASSERT_OK(a);
+  SBX_ASSERT_OK(sup_->start(shell("true", "named")));
+  ASSERT_TRUE(wait_ended(a->bg_id));
+  ASSERT_TRUE(wait_ended("named"));
+  auto serials = [&] {
+    std::map<std::string, std::uint64_t> by_id;
+    for (const auto& c : sup_->list()) by_id[c.bg_id] = c.serial;
+    for (const auto& e : sup_->entries()) EXPECT_EQ(e.serial, by_id[e.bg_id]) << e.bg_id;
+    for (const auto& e : sup_->ended_entries(std::nullopt)) EXPECT_EQ(e.serial, by_id[e.bg_id]) << e.bg_id;
+    return by_id;
+  };
+  const auto before = serials();
+  ASSERT_EQ(before.size(), 3u);
+  std::set<std::uint64_t> distinct;
+  for (const auto& [id, serial] : before) {
+    EXPECT_NE(serial, 0u) << id;
+    distinct.insert(serial);
+  }
+  EXPECT_EQ(distinct.size(), 3u);
+  SBX_ASSERT_OK(sup_->start(shell("true", "slotted"), sup::StartMode::reuse_slot));
+  SBX_ASSERT_OK(sup_->start(shell("true", "named"), sup::StartMode::reuse_slot));
+  ASSERT_TRUE(wait_ended("slotted"));
+  ASSERT_TRUE(wait_ended("named"));
+  EXPECT_EQ(serials(), before) << "run again, a name keeps its serial";
+  reopen();
+  ASSERT_TRUE(sup_);
+  const auto reloaded = serials();
+  ASSERT_EQ(reloaded.size(), 3u);
+  std::set<std::uint64_t> after;
+  for (const auto& [id, serial] : reloaded) after.insert(serial);
+  EXPECT_EQ(after.size(), 3u) << "distinct after a reload too";
+  EXPECT_EQ(after.count(0), 0u);
+}
+
 TEST_F(StartTest, RecordFolderFollowsFormat) {
   auto r = sup_->start(shell("echo out; echo err >&2", "fmt"));
   SBX_ASSERT_OK(r);
