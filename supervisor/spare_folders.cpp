@@ -26,10 +26,9 @@ int SpareFolders::make(const std::string& path) {
       ready_.pop_back();
     }
   }
-  // A spare removed behind our back (or any other failure): the mkdir
-  // below says what is wrong, if anything is.
   // NOREPLACE: an existing `path` is EEXIST, as for mkdir (a plain rename
-  // would replace an empty folder).
+  // would replace an empty folder). On any failure (a spare removed behind
+  // our back, say) the mkdir below says what is wrong, if anything is.
   if (!spare.empty() && ::renameat2(AT_FDCWD, spare.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return 0;
   if (!spare.empty()) ::rmdir(spare.c_str());
   return ::mkdir(path.c_str(), 0700) == 0 ? 0 : errno;

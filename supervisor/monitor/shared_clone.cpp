@@ -31,7 +31,7 @@ sbx_clone3_run:
     .cfi_startproc
     mov %rdx, %r8
     mov %rcx, %r9
-    mov $)" "435" R"(, %eax
+    mov $435, %eax
     syscall
     test %rax, %rax
     jz 1f

@@ -35,6 +35,11 @@ class SpareFoldersTest : public ::testing::Test {
     tasks_.clear();
     for (auto& t : due) t();
   }
+  /// Asks for spares and makes them now.
+  void refill(SpareFolders& sf) {
+    sf.refill_later();
+    run_tasks();
+  }
   std::vector<std::string> spares_on_disk() const {
     std::vector<std::string> out;
     for (const auto& e : fs::directory_iterator(dir_))
@@ -69,8 +74,7 @@ TEST_F(SpareFoldersTest, AFolderComesFromASpareWhichIsMadeAgainLater) {
   EXPECT_EQ(spares_on_disk().size(), 2u) << "renamed, not made";
   EXPECT_TRUE(tasks_.empty()) << "make() leaves the refill to its caller";
 
-  sf.refill_later();
-  run_tasks();
+  refill(sf);
   EXPECT_EQ(sf.ready(), 3u);
   EXPECT_EQ(spares_on_disk().size(), 3u);
 }
@@ -86,8 +90,7 @@ TEST_F(SpareFoldersTest, WithoutASpareTheFolderIsMadeAsBefore) {
 
 TEST_F(SpareFoldersTest, AnExistingFolderIsRefusedAsMkdirWouldAndTheSpareIsNotLost) {
   SpareFolders sf(dir_, 1, keep_tasks());
-  sf.refill_later();
-  run_tasks();
+  refill(sf);
   const std::string a = dir_ + "/new-a~1";
   ASSERT_EQ(::mkdir(a.c_str(), 0700), 0);
   EXPECT_EQ(sf.make(a), EEXIST) << "an empty folder in the way is not replaced";
@@ -97,8 +100,7 @@ TEST_F(SpareFoldersTest, AnExistingFolderIsRefusedAsMkdirWouldAndTheSpareIsNotLo
 
 TEST_F(SpareFoldersTest, ASpareRemovedBehindItsBackStillGivesTheFolder) {
   SpareFolders sf(dir_, 2, keep_tasks());
-  sf.refill_later();
-  run_tasks();
+  refill(sf);
   for (const std::string& p : spares_on_disk()) ASSERT_EQ(::rmdir(p.c_str()), 0);
   const std::string a = dir_ + "/new-a~1";
   ASSERT_EQ(sf.make(a), 0);
@@ -108,8 +110,7 @@ TEST_F(SpareFoldersTest, ASpareRemovedBehindItsBackStillGivesTheFolder) {
 TEST_F(SpareFoldersTest, ANameTakenAlreadyIsPassedBy) {
   ASSERT_EQ(::mkdir((dir_ + "/spare-0").c_str(), 0700), 0);  // left by an earlier daemon
   SpareFolders sf(dir_, 2, keep_tasks());
-  sf.refill_later();
-  run_tasks();
+  refill(sf);
   EXPECT_EQ(sf.ready(), 2u);
   EXPECT_EQ(spares_on_disk().size(), 3u);
 }
@@ -117,8 +118,7 @@ TEST_F(SpareFoldersTest, ANameTakenAlreadyIsPassedBy) {
 TEST_F(SpareFoldersTest, TheSparesGoWithIt) {
   {
     SpareFolders sf(dir_, 4, keep_tasks());
-    sf.refill_later();
-    run_tasks();
+    refill(sf);
     ASSERT_EQ(spares_on_disk().size(), 4u);
     ASSERT_EQ(sf.make(dir_ + "/new-kept~1"), 0);
   }
