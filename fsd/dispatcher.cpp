@@ -49,7 +49,7 @@ int reply_entry(fuse_req_t req, Filesystem& fs, const Node& node) {
   e.ino = node.ino;
   e.attr = attr_of(fs, node, nullptr);
   e.entry_timeout = timeout_of(node);
-  e.attr_timeout = attr_timeout_of(node);
+  e.attr_timeout = attr_timeout_of(fs, node);
   return fuse_reply_entry(req, &e);
 }
 
@@ -120,7 +120,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
     if (!node) return reply_error(req, node.error());
     const struct stat st = attr_of(fs, *node, fi ? fs.handles().use(fi->fh).get() : nullptr);
-    fuse_reply_attr(req, &st, attr_timeout_of(*node));
+    fuse_reply_attr(req, &st, attr_timeout_of(fs, *node));
   });
 }
 
@@ -135,7 +135,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
       return (void)fuse_reply_err(req, err);
     }
     const struct stat st = attr_of(fs, *node, fi ? fs.handles().use(fi->fh).get() : nullptr);
-    fuse_reply_attr(req, &st, attr_timeout_of(*node));
+    fuse_reply_attr(req, &st, attr_timeout_of(fs, *node));
   });
 }
 
@@ -188,7 +188,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     e.ino = node.ino;
     e.attr = attr_of(fs, node, nullptr);
     e.entry_timeout = timeout_of(node);
-    e.attr_timeout = attr_timeout_of(node);
+    e.attr_timeout = attr_timeout_of(fs, node);
     fi->direct_io = 1;
     fi->keep_cache = 0;
     fi->fh = fs.handles().keep(std::move(h));
@@ -223,9 +223,11 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     if (!h) return (void)fuse_reply_err(req, EIO);
     // Every file is direct_io: contents change behind the kernel's back and
     // a blocking read must reach us, interruptible (through the page cache a
-    // read becomes a readahead request: no INTERRUPT is sent for it).
-    fi->direct_io = 1;
-    fi->keep_cache = 0;
+    // read becomes a readahead request: no INTERRUPT is sent for it). But an
+    // ended command's output no longer changes: the kernel keeps it.
+    const bool cached = fs.ended_output().allow(*node);
+    fi->direct_io = !cached;
+    fi->keep_cache = cached;
     // Nothing happens at a reader's close: spare it the FLUSH round trip,
     // which would queue behind every other request of the mount.
     fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;

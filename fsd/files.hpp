@@ -96,9 +96,10 @@ sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view na
 struct stat attr_of(Filesystem& fs, const Node& node, Handle* open);
 /// Seconds the kernel may cache the name of `node` (that it exists) and its
 /// attributes: its row's, but 0 s for a name with parameters (a reader's
-/// own, not worth keeping).
+/// own, not worth keeping). The output of an ended command keeps its
+/// attributes longer (ended_output_cache.hpp).
 double timeout_of(const Node& node);
-double attr_timeout_of(const Node& node);
+double attr_timeout_of(Filesystem& fs, const Node& node);
 /// The entries of a directory, "." and ".." first; ENOTDIR for a file.
 sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, const Requester& who);
 

@@ -70,6 +70,7 @@ Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
   }
   ended_subscription_ = sup_.subscribe([this](const sup::Event& ev) {
     if (ev.kind == sup::Event::Kind::ended) complete_steps(ev.bg_id);
+    if (ev.kind == sup::Event::Kind::started || ev.kind == sup::Event::Kind::removed) ended_output_.changed(ev.bg_id);
   });
   // Commands that ended while no daemon ran send no event: complete their
   // steps now (and forget those of records that are gone).

@@ -16,7 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fsd/ended_lines.hpp"
-#include "fsd/entry_invalidator.hpp"
+#include "fsd/cache_invalidator.hpp"
+#include "fsd/ended_output_cache.hpp"
 #include "fsd/error_log.hpp"
 #include "fsd/file_params.hpp"
 #include "fsd/follow_requests.hpp"
@@ -105,7 +106,8 @@ class Filesystem {
   sup::StepStore& steps() { return steps_; }
   ScratchFiles& scratch() { return scratch_; }
   ParamNodes& param_nodes() { return param_nodes_; }
-  EntryInvalidator& invalidator() { return invalidator_; }
+  CacheInvalidator& invalidator() { return invalidator_; }
+  EndedOutputCache& ended_output() { return ended_output_; }
   EndedLines& ended_lines() { return ended_lines_; }
 
   /// Adds an action done through the tree to the box's steps (root
@@ -179,7 +181,8 @@ class Filesystem {
   ScratchFiles scratch_;  // after errors_, which it writes to
   ParamNodes param_nodes_;
   EndedLines ended_lines_;
-  EntryInvalidator invalidator_{std::chrono::seconds(1)};
+  CacheInvalidator invalidator_{std::chrono::seconds(1)};
+  EndedOutputCache ended_output_{sup_, invalidator_};  // after invalidator_, which it uses
 
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_

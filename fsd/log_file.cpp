@@ -1,9 +1,11 @@
 // procs/ID/log, stdout, stderr and logs/ID.log of a record an older build
 // wrote (a log and no index; the others: stream_file.cpp): the state
 // directory's files, read with pread. Their attributes carry the backing file's real size and
-// mtime with attr_timeout 0, and they are direct_io: every tool, `tail -f`
-// included, sees the file grow (tail -f polls st_size once a second on
-// FUSE and reads exactly the growth; with st_size 0 it reports "file truncated").
+// mtime with attr_timeout 0, and they are direct_io while the command runs:
+// every tool, `tail -f` included, sees the file grow (tail -f polls st_size
+// once a second on FUSE and reads exactly the growth; with st_size 0 it
+// reports "file truncated"). Once it has exited the kernel keeps them
+// (ended_output_cache.hpp).
 //
 // Without secrets a read is answered straight from the file (spliced, see
 // Reply::file); st_blksize invites large reads (tree.cpp).

@@ -91,7 +91,10 @@ std::optional<sup::Result<Node>> lookup_with_params(Filesystem& fs, const Node& 
 
 double timeout_of(const Node& node) { return node.params ? 0.0 : tree_file(node.kind).entry_timeout; }
 
-double attr_timeout_of(const Node& node) { return node.params ? 0.0 : tree_file(node.kind).attr_timeout; }
+double attr_timeout_of(Filesystem& fs, const Node& node) {
+  if (node.params) return 0.0;
+  return fs.ended_output().allow(node) ? EndedOutputCache::kAttrTimeout : tree_file(node.kind).attr_timeout;
+}
 
 sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view name, const Requester& who) {
   if (std::optional<sup::Result<Node>> with_params = lookup_with_params(fs, parent, name)) return *with_params;

@@ -191,22 +191,24 @@ TEST_F(KilledMonitorTest, TheRecordSaysSoAndNoProcessIsLeft) {
 using FdExhaustionTest = SbxfsTest;
 
 TEST_F(FdExhaustionTest, AClearErrorThenRecovery) {
-  const std::string running = start("sleep 60");
+  const std::string running = start("echo running; exec sleep 60");
   ASSERT_FALSE(running.empty());
   const std::string done = start("echo output");
   ASSERT_FALSE(done.empty());
   wait_ended(done);
+  ASSERT_TRUE(wait_until([&] { return log(running) == "running\n"; }, 5s));
 
   // Lower the daemon's limit to a few more than it holds now (as
   // `prlimit --nofile=N` would), then hold open log files, each of which
-  // the daemon keeps open, until it has none left.
+  // the daemon keeps open, until it has none left (a running command's: an
+  // ended one's is read from the kernel's cache after the first read).
   const pid_t pid = daemon_pid();
   const rlimit lim{static_cast<rlim_t>(list_dir("/proc/" + std::to_string(pid) + "/fd").size() + 8),
                    static_cast<rlim_t>(list_dir("/proc/" + std::to_string(pid) + "/fd").size() + 8)};
   ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &lim, nullptr), 0) << std::strerror(errno);
   std::vector<int> held;
   for (int i = 0; i < 64; ++i) {
-    const int fd = ::open(p("procs/" + done + "/log").c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(p("procs/" + running + "/log").c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(fd, 0) << std::strerror(errno);
     held.push_back(fd);
     char c;

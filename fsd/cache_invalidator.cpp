@@ -1,28 +1,29 @@
-#include "fsd/entry_invalidator.hpp"
+#include "fsd/cache_invalidator.hpp"
 
 #include <pthread.h>
 
 namespace fsd {
 
-void EntryInvalidator::start(fuse_session* se) {
+void CacheInvalidator::start(fuse_session* se) {
   std::lock_guard g(mu_);
   if (se_ || stop_) return;
   se_ = se;
   worker_ = std::thread([this] { run(); });
 }
 
-void EntryInvalidator::stop() {
+void CacheInvalidator::stop() {
   {
     std::lock_guard g(mu_);
     stop_ = true;
     queue_.clear();
     queued_.clear();
+    inodes_.clear();
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
 }
 
-void EntryInvalidator::schedule(fuse_ino_t parent, std::string name) {
+void CacheInvalidator::schedule(fuse_ino_t parent, std::string name) {
   {
     std::lock_guard g(mu_);
     if (!se_ || stop_) return;
@@ -34,22 +35,44 @@ void EntryInvalidator::schedule(fuse_ino_t parent, std::string name) {
   cv_.notify_one();
 }
 
-std::size_t EntryInvalidator::queued() const {
-  std::lock_guard g(mu_);
-  return queue_.size();
+void CacheInvalidator::drop_inode(fuse_ino_t ino) {
+  {
+    std::lock_guard g(mu_);
+    if (!se_ || stop_) return;
+    inodes_.push_back(ino);
+  }
+  cv_.notify_one();
 }
 
-void EntryInvalidator::run() {
+std::size_t CacheInvalidator::queued() const {
+  std::lock_guard g(mu_);
+  return queue_.size() + inodes_.size();
+}
+
+void CacheInvalidator::run() {
   pthread_setname_np(pthread_self(), "sbx-inval");
   std::unique_lock g(mu_);
   for (;;) {
-    cv_.wait(g, [&] { return stop_ || !queue_.empty(); });
+    cv_.wait(g, [&] { return stop_ || !queue_.empty() || !inodes_.empty(); });
     if (stop_) return;
-    if (cv_.wait_until(g, queue_.front().at, [&] { return stop_; })) return;
+    fuse_session* se = se_;
+    if (!inodes_.empty()) {
+      const fuse_ino_t ino = inodes_.front();
+      inodes_.pop_front();
+      g.unlock();
+      // Offset 0, length 0: every page, and the attributes. -ENOENT when
+      // the kernel keeps nothing of it: nothing to do.
+      (void)fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
+      g.lock();
+      continue;
+    }
+    if (cv_.wait_until(g, queue_.front().at, [&] { return stop_ || !inodes_.empty(); })) {
+      if (stop_) return;
+      continue;  // an inode first
+    }
     Due d = std::move(queue_.front());
     queue_.pop_front();
     queued_.erase({d.parent, d.name});
-    fuse_session* se = se_;
     g.unlock();
     // -ENOENT when the kernel has no such name (any more): nothing to do.
     (void)fuse_lowlevel_notify_inval_entry(se, d.parent, d.name.c_str(), d.name.size());

@@ -1,0 +1,125 @@
+// An ended command's output is kept by the kernel (ended_output_cache.hpp):
+// its log, stdout, stderr and logs/ID.log open through the page cache once
+// it has exited, and are dropped from it when its named slot runs again or
+// its record is removed. While it runs, every read reaches the daemon.
+#include <csignal>
+#include <string>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+using EndedOutputTest = SbxfsTest;
+
+// mmap(2) of a FUSE file works only through the page cache: the kernel
+// refuses it (ENODEV) on a direct_io file.
+constexpr const char* kMmapAll = R"(
+import mmap, os, sys
+bad = []
+for name in sys.argv[1:]:
+    path = os.environ['MNT'] + '/' + name
+    try:
+        with open(path, 'rb') as f:
+            m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+            got = m[:]
+            m.close()
+            plain = open(path, 'rb').read()
+        if got != plain: bad.append(f'{name}: mapped {len(got)} bytes != read {len(plain)}')
+        print(name, 'mapped', len(got))
+    except OSError as e:
+        print(name, 'error', e.errno)
+sys.stderr.write('\n'.join(bad))
+)";
+
+TEST_F(EndedOutputTest, AnEndedCommandsOutputMapsAndARunningOnesDoesNot) {
+  const std::string done = start("printf 'out%.0s' $(seq 3000); printf 'err\\n' >&2");
+  const std::string going = start("echo started; exec sleep 30");
+  ASSERT_FALSE(done.empty());
+  ASSERT_FALSE(going.empty());
+  wait_json(done);
+  ASSERT_TRUE(wait_until([&] { return log(going) == "started\n"; }, 5s));
+  const std::string d = "procs/" + done + "/";
+  auto r = run_argv({"python3", "-c", kMmapAll, d + "log", d + "stdout", d + "stderr", "logs/" + done + ".log",
+                     "procs/" + going + "/log"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, d + "log mapped 9004\n" + d + "stdout mapped 9000\n" + d + "stderr mapped 4\n" + "logs/" + done +
+                       ".log mapped 9004\nprocs/" + going + "/log error 19\n");
+  // A name with parameters is a reader's own view: never kept.
+  r = run_argv({"python3", "-c", kMmapAll, d + "log,timestamps"});
+  EXPECT_EQ(r.out, d + "log,timestamps error 19\n");
+}
+
+// Held open and read once, the ended output reads again while the daemon
+// is stopped: pages and size come from the kernel, no request reaches it.
+// (Not fstat: after a read the kernel asks the daemon for the atime.)
+TEST_F(EndedOutputTest, ASecondReadOfEndedOutputNeedsNoDaemon) {
+  const std::string id = start("seq 1 100000");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  auto r = python(R"(
+import os, signal
+fd = os.open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/stdout', os.O_RDONLY)
+first = os.read(fd, 1 << 20)
+os.kill(int(os.environ['DPID']), signal.SIGSTOP)
+try:
+    signal.alarm(5)  # a read that reached the stopped daemon would block: killed instead
+    again = os.pread(fd, 1 << 20, 0)
+    middle = os.pread(fd, 7, 300000)
+    signal.alarm(0)
+finally:
+    os.kill(int(os.environ['DPID']), signal.SIGCONT)
+print(len(first), again == first, middle == first[300000:300007])
+)",
+                  20, {{"ID", id}, {"DPID", std::to_string(daemon_pid())}});
+  kill_daemon(SIGCONT, false);  // whatever happened to the script
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "588895 True True\n");
+}
+
+// A named slot's next run, and a record removed and made again under the
+// same name, show their own output: size and bytes, through new opens.
+TEST_F(EndedOutputTest, ASlotsNextRunAndARemadeRecordShowTheirOwnOutput) {
+  ASSERT_EQ(run("mkdir \"$MNT/procs/s\"").code, 0);
+  auto once = [&](const std::string& cmd) {
+    return run("echo '" + cmd + "' > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\" > /dev/null && "
+               "for f in log stdout; do stat -c %s \"$MNT/procs/s/$f\"; cat \"$MNT/procs/s/$f\"; done && "
+               "cat \"$MNT/logs/s.log\"");
+  };
+  auto r = once("echo one");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "4\none\n4\none\none\n");
+  r = once("echo second-run");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "11\nsecond-run\n11\nsecond-run\nsecond-run\n");
+  ASSERT_EQ(run("rmdir \"$MNT/procs/s\" && mkdir \"$MNT/procs/s\"").code, 0);
+  r = once("echo 3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "2\n3\n2\n3\n3\n");
+}
+
+// A descriptor held on an ended slot's log: its attributes, kept by the
+// kernel, are dropped when the slot runs again, so fstat shows the size
+// of the log the name now has (as stat of the path does).
+TEST_F(EndedOutputTest, AHeldDescriptorSeesTheSizeOfTheSlotsNextRun) {
+  ASSERT_EQ(run("mkdir \"$MNT/procs/s\" && echo 'echo one' > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\"").code, 0);
+  auto r = python(R"(
+import os, time
+s = os.environ['MNT'] + '/procs/s/'
+fd = os.open(s + 'log', os.O_RDONLY)
+os.read(fd, 100)
+os.fstat(fd)  # after a read the kernel asks the daemon once (the atime), and keeps the answer
+before = os.fstat(fd).st_size
+with open(s + 'cmd', 'w') as f: f.write('echo 0123456789abcdef\n')
+open(s + 'wait').read()
+deadline = time.monotonic() + 5
+while os.fstat(fd).st_size != 17 and time.monotonic() < deadline: time.sleep(0.02)
+print(before, os.fstat(fd).st_size)
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "4 17\n");
+}
+
+}  // namespace
+}  // namespace sbxit
