@@ -9,6 +9,7 @@
 //
 // `output,timeoutSec=N` caps this read alone; `output,maxBytes=N` caps each
 // stream at N bytes in place of output_max (0: no cap, up to log_max).
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <ctime>
@@ -22,6 +23,7 @@
 #include "fsd/json_object_writer.hpp"
 #include "supervisor/log_index.hpp"
 #include "supervisor/log_view.hpp"
+#include "supervisor/secrets.hpp"
 #include "supervisor/utf8.hpp"
 
 namespace fsd {
@@ -127,12 +129,20 @@ class OutputHandle : public BlockingReadHandle {
     const std::vector<std::string> secrets = fs_.sup().secrets(st.bg_id);
     Stream out = read_end(st.stdout_file, cap, secrets);
     Stream err = read_end(st.stderr_file, cap, secrets);
-    // The two texts (up to output_max each) are quoted in one pass and put
-    // in place after the dump: through nlohmann::json they were escaped
-    // twice, most of the daemon's CPU when many large answers are due.
+    if (!secrets.empty()) {
+      out.bytes = sup::mask_secrets(out.bytes, secrets);
+      err.bytes = sup::mask_secrets(err.bytes, secrets);
+    }
+    // The two texts (up to output_max each) are quoted once, each into a
+    // buffer of its size, and put in place in one more copy: through
+    // nlohmann::json they were escaped twice, and growing buffers and
+    // replacing in place copied each several times, into fresh pages (page
+    // faults), most of the daemon's CPU when many large answers are due.
     std::string out_text, err_text;
-    const std::size_t out_escaped = JsonObjectWriter::quote_hex_escaped(out_text, fs_.mask(out.bytes, st.bg_id));
-    const std::size_t err_escaped = JsonObjectWriter::quote_hex_escaped(err_text, fs_.mask(err.bytes, st.bg_id));
+    out_text.reserve(out.bytes.size() + 2);
+    err_text.reserve(err.bytes.size() + 2);
+    const std::size_t out_escaped = JsonObjectWriter::quote_hex_escaped(out_text, out.bytes);
+    const std::size_t err_escaped = JsonObjectWriter::quote_hex_escaped(err_text, err.bytes);
     nlohmann::json j;
     j["stdout"] = "";
     j["stderr"] = "";
@@ -151,17 +161,36 @@ class OutputHandle : public BlockingReadHandle {
     j["stdoutTruncated"] = out.truncated;
     j["stderrTruncated"] = err.truncated;
     j["escapedBytes"] = {{"stdout", out_escaped}, {"stderr", err_escaped}};
-    std::string text = dump_json(j);
-    put_text(text, "\"stderr\": \"\"", err_text);
-    put_text(text, "\"stdout\": \"\"", out_text);
-    return text;
+    return with_texts(dump_json(j), {{"\"stderr\": \"\"", &err_text}, {"\"stdout\": \"\"", &out_text}});
   }
 
-  /// Replaces the empty string of `field` (`"KEY": ""`, its first place:
-  /// no other value of the answer can hold it) by `quoted`.
-  static void put_text(std::string& text, std::string_view field, const std::string& quoted) {
-    const std::size_t at = text.find(field);
-    if (at != std::string::npos) text.replace(at + field.size() - 2, 2, quoted);
+  struct Text {
+    std::string_view field;     ///< `"KEY": ""`: its first place (no other value of the answer can hold it)
+    const std::string* quoted;  ///< what replaces its empty string
+  };
+
+  /// `skeleton` with the empty string of each field replaced by its text,
+  /// in one buffer of the final size.
+  static std::string with_texts(const std::string& skeleton, std::initializer_list<Text> texts) {
+    std::vector<std::pair<std::size_t, const std::string*>> at;  // where each empty string begins
+    std::size_t size = skeleton.size();
+    for (const Text& t : texts) {
+      const std::size_t pos = skeleton.find(t.field);
+      if (pos == std::string::npos) continue;
+      at.emplace_back(pos + t.field.size() - 2, t.quoted);
+      size += t.quoted->size() - 2;
+    }
+    std::sort(at.begin(), at.end());
+    std::string text;
+    text.reserve(size);
+    std::size_t from = 0;
+    for (const auto& [pos, quoted] : at) {
+      text.append(skeleton, from, pos - from);
+      text += *quoted;
+      from = pos + 2;
+    }
+    text.append(skeleton, from);
+    return text;
   }
 };
 

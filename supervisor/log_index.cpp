@@ -302,50 +302,54 @@ const LogIndex::Part* LogIndex::part_of(LogSelection sel, std::uint64_t off) con
 }
 
 int LogIndex::read_part(const Part& p, LogSelection sel, std::uint64_t off, std::size_t size, std::string* out) const {
-  out->clear();
   const int fd = p.data->get();
-  if (sel == LogSelection::all) {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(size, p.end[0] - off));
-    out->resize(want);
-    std::size_t got = 0;
-    const int err = pread_all(fd, out->data(), want, off - p.start[0], &got);
-    out->resize(got);
+  // One buffer of the size the part can give (no growing: each doubling
+  // copied and zero-filled what came before, into fresh pages).
+  const std::size_t base = out->size();
+  const std::uint64_t end = p.end[idx(sel)];
+  const std::size_t want = off >= end ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(size, end - off));
+  out->resize(base + want);
+  std::size_t put = base;
+  auto done = [&](int err) {
+    out->resize(put);
     return err;
+  };
+  if (sel == LogSelection::all) {
+    std::size_t got = 0;
+    const int err = pread_all(fd, out->data() + put, want, off - p.start[0], &got);
+    put += got;
+    return done(err);
   }
   const std::vector<std::uint32_t>& list = p.of_stream[idx(sel)];
   // The last chunk of the stream that starts at or before `off`.
   auto it = std::upper_bound(list.begin(), list.end(), off,
                              [&](std::uint64_t o, std::uint32_t i) { return o < p.at[i][idx(sel)]; });
-  if (it == list.begin()) return 0;
+  if (it == list.begin()) return done(0);
   --it;
-  for (; it != list.end() && out->size() < size; ++it) {
+  for (; it != list.end() && put < base + want; ++it) {
     const LogChunk& c = p.chunks[*it];
     const std::uint64_t begin = p.at[*it][idx(sel)];
     const std::uint64_t skip = off > begin ? off - begin : 0;
     if (skip >= c.length) continue;
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(c.length - skip, size - out->size()));
-    const std::size_t at = out->size();
-    out->resize(at + want);
+    const std::size_t part = static_cast<std::size_t>(std::min<std::uint64_t>(c.length - skip, base + want - put));
     std::size_t got = 0;
-    if (int err = pread_all(fd, out->data() + at, want, c.offset + skip, &got)) return err;
-    out->resize(at + got);
-    if (got < want) break;  // the file holds less than the index says (the disk was full)
+    if (int err = pread_all(fd, out->data() + put, part, c.offset + skip, &got)) return done(err);
+    put += got;
+    if (got < part) break;  // the file holds less than the index says (the disk was full)
   }
-  return 0;
+  return done(0);
 }
 
 int LogIndex::read(LogSelection sel, std::uint64_t off, std::size_t size, std::string* out) const {
   out->clear();
-  std::string piece;
   while (out->size() < size) {
     const std::uint64_t at = off + out->size();
     const Part* p = part_of(sel, at);
     if (!p) break;
-    if (int err = read_part(*p, sel, at, size - out->size(), &piece)) return err;
-    if (piece.empty()) break;
-    out->append(piece);
-    if (at + piece.size() < p->end[idx(sel)] || p == &parts_.back() ||
-        (p + 1)->start[idx(sel)] != p->end[idx(sel)])
+    const std::size_t before = out->size();
+    if (int err = read_part(*p, sel, at, size - before, out)) return err;
+    if (out->size() == before) break;
+    if (off + out->size() < p->end[idx(sel)] || p == &parts_.back() || (p + 1)->start[idx(sel)] != p->end[idx(sel)])
       break;  // short (the disk was full), at the end, or at a break
   }
   return 0;

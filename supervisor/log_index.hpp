@@ -189,6 +189,7 @@ class LogIndex {
   void discover();
   bool open_segment(std::uint64_t generation, bool* retry);
   const Part* part_of(LogSelection sel, std::uint64_t off) const;
+  /// Appends to `out` up to `size` bytes of `sel` from `off`, as far as part `p` holds them.
   int read_part(const Part& p, LogSelection sel, std::uint64_t off, std::size_t size, std::string* out) const;
 
   std::string dir_;
