@@ -1,5 +1,6 @@
 // sbxfs: process supervision as a filesystem. Options, then run (daemon.cpp).
 #include <cstdio>
+#include <malloc.h>
 
 #include <fuse_lowlevel.h>
 
@@ -8,6 +9,17 @@
 #include "fsd/tools_path.hpp"
 
 namespace {
+
+// Answers of a few MiB (output, status.json,all, masked log reads) are
+// made and freed again and again. glibc would map each one afresh (above
+// 128 KiB) and give the memory back at its free, so every answer first
+// faults in its pages: on a VM, most of its cost (a 1 MiB `output` read
+// 19.7 -> 2.7 ms, measured; bench/RESULTS.md). Up to 4 MiB comes from the
+// heap, and up to 32 MiB of free heap is kept for the next answers.
+void keep_answer_memory() {
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TRIM_THRESHOLD, 32 << 20);
+}
 
 int main_with(fsd::Options& opts, const char* prog) {
   if (opts.show_help) {
@@ -22,6 +34,7 @@ int main_with(fsd::Options& opts, const char* prog) {
     return 0;
   }
   fsd::put_tools_on_path();  // before run() starts any thread
+  keep_answer_memory();       // the same: before any thread has an arena
   return fsd::run(opts);
 }
 
