@@ -34,7 +34,10 @@
 //              `output` read waiting for it
 //   listing    status_json: open/read/close of status.json (status_json_all: of
 //              status.json,all); ls_procs: `ls DIR/procs`
-//              to /dev/null; readdir_procs: opendir/readdir/closedir in process;
+//              to /dev/null (after the first, from the kernel's copy);
+//              ls_procs_changed: the same, each after a slot was made and
+//              removed (untimed), so that the daemon lists anew;
+//              readdir_procs: opendir/readdir/closedir in process;
 //              ls_baseline (with --ls-baseline=DIR): `ls DIR` to /dev/null, e.g. the
 //              state directory's procs/ (the same names in a plain directory)
 //
@@ -604,31 +607,34 @@ void BM_status_json(benchmark::State& state) { read_timed(state, "status.json");
 // status.json,all: every command, ended ones too.
 void BM_status_json_all(benchmark::State& state) { read_timed(state, "status.json,all"); }
 
-void BM_ls_procs(benchmark::State& state) {
+// `ls DIR` to /dev/null, timed; `before` (untimed, may be empty) runs ahead
+// of each and says whether it worked.
+void ls_timed(benchmark::State& state, const std::string& dir, const std::function<bool()>& before = {}) {
   for (auto _ : state) {
+    if (before && !before()) {
+      state.SkipWithError("the step before ls failed");
+      break;
+    }
     int64_t t0 = mono_ns();
-    int st = spawn_wait({"/bin/ls", cfg.mount + "/procs"});
+    int st = spawn_wait({"/bin/ls", dir});
     int64_t t1 = mono_ns();
     if (st != 0) {
-      state.SkipWithError("ls procs failed");
+      state.SkipWithError(("ls " + dir + " failed").c_str());
       break;
     }
     state.SetIterationTime(double(t1 - t0) / 1e9);
   }
 }
 
-void BM_ls_baseline(benchmark::State& state) {
-  for (auto _ : state) {
-    int64_t t0 = mono_ns();
-    int st = spawn_wait({"/bin/ls", cfg.ls_baseline});
-    int64_t t1 = mono_ns();
-    if (st != 0) {
-      state.SkipWithError("ls of the baseline directory failed");
-      break;
-    }
-    state.SetIterationTime(double(t1 - t0) / 1e9);
-  }
+void BM_ls_procs(benchmark::State& state) { ls_timed(state, cfg.mount + "/procs"); }
+
+// A slot made and removed: the kernel's copy of the listing is stale.
+void BM_ls_procs_changed(benchmark::State& state) {
+  const std::string slot = cfg.mount + "/procs/bench-ls-slot";
+  ls_timed(state, cfg.mount + "/procs", [&] { return ::mkdir(slot.c_str(), 0755) == 0 && ::rmdir(slot.c_str()) == 0; });
 }
+
+void BM_ls_baseline(benchmark::State& state) { ls_timed(state, cfg.ls_baseline); }
 
 void BM_readdir_procs(benchmark::State& state) {
   long entries = 0;
@@ -777,6 +783,7 @@ int main(int argc, char** argv) {
     reg("status_json", BM_status_json);
     reg("status_json_all", BM_status_json_all);
     reg("ls_procs", BM_ls_procs);
+    reg("ls_procs_changed", BM_ls_procs_changed);
     reg("readdir_procs", BM_readdir_procs);
     if (!cfg.ls_baseline.empty()) reg("ls_baseline", BM_ls_baseline);
   } else {

@@ -11,6 +11,7 @@
 
 #include <fuse_log.h>
 
+#include "fsd/dir_handle.hpp"
 #include "fsd/files.hpp"
 
 namespace fsd {
@@ -52,12 +53,6 @@ int reply_entry(fuse_req_t req, Filesystem& fs, const Node& node) {
   e.attr_timeout = attr_timeout_of(fs, node);
   return fuse_reply_entry(req, &e);
 }
-
-/// A directory listing fixed at opendir, served by index (offset = index + 1).
-struct DirHandle : Handle {
-  explicit DirHandle(std::vector<DirEntry> e) : entries(std::move(e)) {}
-  std::vector<DirEntry> entries;
-};
 
 /// setattr of a file of the tree: only what changes nothing is accepted
 /// (a mode or owner set to what it is, as copying tools and editors do),
@@ -285,9 +280,9 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     const Requester who = Requester::of(req);
     const sup::Result<Node> node = fs.resolve(ino, who);
     if (!node) return reply_error(req, node.error());
-    sup::Result<std::vector<DirEntry>> entries = list_dir(fs, *node, who);
-    if (!entries) return reply_error(req, entries.error());
-    fi->fh = fs.handles().keep(std::make_unique<DirHandle>(std::move(entries.value())));
+    sup::Result<std::unique_ptr<DirHandle>> dir = DirHandle::open(fs, *node, who, fi);
+    if (!dir) return reply_error(req, dir.error());
+    fi->fh = fs.handles().keep(std::move(dir.value()));
     if (fuse_reply_open(req, fi) != 0) fs.handles().drop(fi->fh);
   });
 }
@@ -296,20 +291,7 @@ void op_readdir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_in
   guarded(req, "readdir", [&] {
     const std::shared_ptr<Handle> held_dir = held(req, fi);
     if (!held_dir) return;
-    const auto* h = static_cast<const DirHandle*>(held_dir.get());
-    std::string buf(size, '\0');
-    size_t used = 0;
-    for (size_t i = off < 0 ? 0 : static_cast<size_t>(off); i < h->entries.size(); ++i) {
-      const DirEntry& e = h->entries[i];
-      struct stat st {};
-      st.st_ino = e.ino;
-      st.st_mode = e.mode;
-      const size_t need = fuse_add_direntry(req, buf.data() + used, size - used, e.name.c_str(), &st,
-                                            static_cast<off_t>(i + 1));
-      if (need > size - used) break;
-      used += need;
-    }
-    fuse_reply_buf(req, buf.data(), used);
+    send_reply(req, static_cast<DirHandle*>(held_dir.get())->list(req, size, off));
   });
 }
 

@@ -2,6 +2,7 @@
 // The files of the tree, one source file each, and what the dispatcher
 // calls besides their openers (tree_file.hpp). Each opener checks nothing
 // about access modes (the dispatcher did) and returns the open file's handle.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,10 +102,13 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open);
 double timeout_of(const Node& node);
 double attr_timeout_of(Filesystem& fs, const Node& node);
 /// The entries of a directory, "." and ".." first; ENOTDIR for a file.
-sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, const Requester& who);
+/// For procs/ and logs/, `generation` (when given) gets the records'
+/// listing generation the entries are of.
+sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, const Requester& who,
+                                            std::uint64_t* generation = nullptr);
 
 // procs_dir.cpp: procs/ itself.
-std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who);
+std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who, std::uint64_t* generation = nullptr);
 /// `mkdir procs/NAME`: an empty named slot.
 sup::Result<Node> make_slot(Filesystem& fs, const std::string& name, const Requester& who);
 /// `rmdir procs/ID`: removes an ended command's record and logs.

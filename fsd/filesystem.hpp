@@ -18,6 +18,7 @@
 #include "fsd/ended_lines.hpp"
 #include "fsd/cache_invalidator.hpp"
 #include "fsd/ended_output_cache.hpp"
+#include "fsd/listing_cache.hpp"
 #include "fsd/error_log.hpp"
 #include "fsd/file_params.hpp"
 #include "fsd/follow_requests.hpp"
@@ -108,6 +109,9 @@ class Filesystem {
   ParamNodes& param_nodes() { return param_nodes_; }
   CacheInvalidator& invalidator() { return invalidator_; }
   EndedOutputCache& ended_output() { return ended_output_; }
+  /// The kernel's copies of the procs/ and logs/ listings; null where
+  /// readers see different listings (allow_other).
+  ListingCache* listings() { return cfg_.allow_other ? nullptr : &listings_; }
   EndedLines& ended_lines() { return ended_lines_; }
 
   /// Adds an action done through the tree to the box's steps (root
@@ -183,6 +187,7 @@ class Filesystem {
   EndedLines ended_lines_;
   CacheInvalidator invalidator_{std::chrono::seconds(1)};
   EndedOutputCache ended_output_{sup_, invalidator_};  // after invalidator_, which it uses
+  ListingCache listings_;
 
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_

@@ -8,12 +8,12 @@
 
 namespace fsd {
 
-std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who) {
+std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who, std::uint64_t* generation) {
   // Ids, serials and owners only: a listing of thousands of records copies
   // no status and reads nothing in /proc. The inodes need not be
   // remembered here: the kernel looks each name up before using it.
   std::vector<DirEntry> out;
-  for (sup::RecordEntry& e : fs.sup().entries()) {
+  for (sup::RecordEntry& e : fs.sup().entries(generation)) {
     if (!fs.visible(e.owner_uid, who)) continue;
     const fuse_ino_t ino = record_ino(e.serial, Kind::record_dir);
     out.push_back(DirEntry{std::move(e.bg_id), ino, mode_of(Kind::record_dir)});

@@ -156,7 +156,8 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
   return st;
 }
 
-sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, const Requester& who) {
+sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, const Requester& who,
+                                            std::uint64_t* generation) {
   std::vector<DirEntry> out;
   const mode_t dmode = mode_of(Kind::root);
   switch (dir.kind) {
@@ -170,7 +171,7 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
     case Kind::procs: {
       out.push_back({".", dir.ino, dmode});
       out.push_back({"..", fixed_ino(Kind::root), dmode});
-      std::vector<DirEntry> procs = list_procs(fs, who);
+      std::vector<DirEntry> procs = list_procs(fs, who, generation);
       out.insert(out.end(), procs.begin(), procs.end());
       return out;
     }
@@ -184,7 +185,7 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
     case Kind::logs:
       out.push_back({".", dir.ino, dmode});
       out.push_back({"..", fixed_ino(Kind::root), dmode});
-      for (const sup::RecordEntry& e : fs.sup().entries()) {
+      for (const sup::RecordEntry& e : fs.sup().entries(generation)) {
         if (!fs.visible(e.owner_uid, who) || e.empty) continue;
         out.push_back({e.bg_id + std::string(kLogSuffix), record_ino(e.serial, Kind::logs_entry),
                        mode_of(Kind::logs_entry)});

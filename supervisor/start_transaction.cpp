@@ -350,6 +350,7 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   r.monitor = m;
   r.ready_cond = s.spec.ready;
   records.insert_or_assign(s.id, std::move(r));  // still reserved: not watched, not pruned
+  ++listing_gen;
   s.published = true;
   return Ok{};
 }
@@ -429,11 +430,13 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
   if (s->published) {
     std::lock_guard g(mu);
     records.erase(s->id);
+    ++listing_gen;
     gone = deletion_dir();
     if (::rename(s->final_dir.c_str(), gone.c_str()) != 0) gone.clear();
     // The record it was to replace comes back as it was.
     if (s->replaced && !gone.empty() && ::rename(s->replaced_dir.c_str(), s->final_dir.c_str()) == 0) {
       auto [it, _] = records.insert_or_assign(s->id, std::move(*s->replaced));
+      ++listing_gen;
       if (it->second.state != CommandState::empty) note_ended(it->second);
       restored = true;
     }

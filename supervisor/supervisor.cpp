@@ -119,6 +119,7 @@ Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t own
   r.owner_uid = owner_uid;
   r.owner_sid = owner_sid;
   auto [it, _] = I.records.insert_or_assign(name, std::move(r));
+  ++I.listing_gen;
   I.emit(Event::Kind::started, name);
   return I.snapshot(it->second);
 }
@@ -265,13 +266,19 @@ std::vector<CommandStatus> Supervisor::list() const {
   return out;
 }
 
-std::vector<RecordEntry> Supervisor::entries() const {
+std::vector<RecordEntry> Supervisor::entries(std::uint64_t* generation) const {
   std::vector<RecordEntry> out;
   std::lock_guard g(impl_->mu);
+  if (generation) *generation = impl_->listing_gen;
   out.reserve(impl_->records.size());
   for (auto& [id, r] : impl_->records)
     out.push_back(RecordEntry{id, r.serial, r.owner_uid, shown_state(r) == CommandState::empty});
   return out;
+}
+
+std::uint64_t Supervisor::listing_generation() const {
+  std::lock_guard g(impl_->mu);
+  return impl_->listing_gen;
 }
 
 std::vector<EndedEntry> Supervisor::ended_entries(std::optional<uid_t> owner) const {

@@ -171,7 +171,11 @@ class Supervisor {
   /// a time budget per call.
   std::vector<CommandStatus> list() const;
   /// Every record's id, serial and owner, in bgId order: for listings.
-  std::vector<RecordEntry> entries() const;
+  /// With `generation`, also listing_generation() at that moment.
+  std::vector<RecordEntry> entries(std::uint64_t* generation = nullptr) const;
+  /// Changes whenever what entries() returns may have changed (a record
+  /// made, replaced or removed): equal numbers, equal listings.
+  std::uint64_t listing_generation() const;
   /// The records that are not running (ended, or in state error; not the
   /// empty slots), in bgId order; with `owner`, only that user's.
   std::vector<EndedEntry> ended_entries(std::optional<uid_t> owner = std::nullopt) const;

@@ -372,6 +372,43 @@ TEST_F(StartTest, AnIdKeepsOneSerialInEveryListingAcrossReRunsAndAReload) {
   EXPECT_EQ(after.count(0), 0u);
 }
 
+// The listing generation changes whenever what entries() returns may have
+// changed, and only then (the daemon lets the kernel keep a listing while
+// it stays the same).
+TEST_F(StartTest, TheListingGenerationChangesWithEveryRecordMadeOrRemovedOnly) {
+  std::uint64_t seen = 0;
+  const auto listed = sup_->entries(&seen);
+  EXPECT_TRUE(listed.empty());
+  EXPECT_EQ(seen, sup_->listing_generation());
+  auto changed = [&] {
+    const std::uint64_t now = sup_->listing_generation();
+    const bool moved = now != seen;
+    seen = now;
+    return moved;
+  };
+  SBX_ASSERT_OK(sup_->create_slot("slot", ::getuid(), 0));
+  EXPECT_TRUE(changed()) << "an empty slot";
+  auto a = sup_->start(shell("exit 3"));
+  SBX_ASSERT_OK(a);
+  EXPECT_TRUE(changed()) << "a start";
+  ASSERT_TRUE(wait_ended(a->bg_id));
+  EXPECT_FALSE(changed()) << "an end changes no listing";
+  (void)sup_->status(a->bg_id);
+  (void)sup_->list();
+  EXPECT_FALSE(changed()) << "reads change nothing";
+  SBX_ASSERT_OK(sup_->start(shell("true", "slot"), sup::StartMode::reuse_slot));
+  EXPECT_TRUE(changed()) << "a slot's first run (logs/ lists it now)";
+  ASSERT_TRUE(wait_ended("slot"));
+  SBX_ASSERT_OK(sup_->remove(a->bg_id));
+  EXPECT_TRUE(changed()) << "a removal";
+  std::uint64_t with = 0;
+  EXPECT_EQ(sup_->entries(&with).size(), 1u);
+  EXPECT_EQ(with, seen);
+  reopen();
+  ASSERT_TRUE(sup_);
+  EXPECT_EQ(sup_->entries().size(), 1u);
+}
+
 TEST_F(StartTest, RecordFolderFollowsFormat) {
   auto r = sup_->start(shell("echo out; echo err >&2", "fmt"));
   SBX_ASSERT_OK(r);

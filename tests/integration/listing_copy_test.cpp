@@ -1,0 +1,120 @@
+// The kernel keeps the listings of procs/ and logs/ (fsd/listing_cache.hpp):
+// a listing asks the daemon for its entries only after a record was made or
+// removed, and never shows a record gone or misses one made before it began.
+#include <algorithm>
+#include <atomic>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "sbxfs_fixture.hpp"
+
+namespace sbxit {
+namespace {
+
+// `-d` logs every request the kernel sends: READDIR is a listing answered by
+// the daemon, not by the kernel's copy.
+class ListingCopyTest : public SbxfsTest {
+ protected:
+  ListingCopyTest() { daemon_options_ = {"-d"}; }
+
+  std::size_t readdirs() const {
+    std::istringstream in(daemon_log());
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("opcode: READDIR ") != std::string::npos) ++n;
+    return n;
+  }
+  std::string ls(const std::string& dir) {
+    const RunResult r = run("ls \"$MNT/" + dir + "\"");
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  }
+};
+
+TEST_F(ListingCopyTest, KeptUntilARecordIsMadeOrRemoved) {
+  const std::string a = start("true"), b = start("true");
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  wait_ended(a);
+  wait_ended(b);
+  EXPECT_EQ(ls("procs"), a + "\n" + b + "\n");
+  const std::size_t filled = readdirs();
+  EXPECT_EQ(ls("procs"), a + "\n" + b + "\n");
+  EXPECT_EQ(ls("procs"), a + "\n" + b + "\n");
+  EXPECT_EQ(readdirs(), filled) << "the second and third ls read the kernel's copy";
+
+  const std::string c = start("true");
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(ls("procs"), a + "\n" + b + "\n" + c + "\n") << "a start's answer comes before the listing";
+  EXPECT_GT(readdirs(), filled);
+  ASSERT_EQ(rmdir_errno(p("procs/" + a)), 0);
+  EXPECT_EQ(ls("procs"), b + "\n" + c + "\n");
+  ASSERT_EQ(mkdir_errno(p("procs/slot")), 0);
+  EXPECT_EQ(ls("procs"), b + "\n" + c + "\nslot\n");
+  wait_ended(c);
+
+  EXPECT_EQ(ls("logs"), b + ".log\n" + c + ".log\n") << "an empty slot has no log";
+  const std::size_t logs_filled = readdirs();
+  EXPECT_EQ(ls("logs"), b + ".log\n" + c + ".log\n");
+  EXPECT_EQ(readdirs(), logs_filled);
+  ASSERT_EQ(write_file(p("procs/slot/cmd"), "true\n"), 0);
+  EXPECT_EQ(ls("logs"), b + ".log\n" + c + ".log\nslot.log\n") << "the slot's first run";
+}
+
+// Listers that hold the kernel's copy open, fill it or read it while
+// records come and go: every listing begun after a start's answer shows the
+// record, every one begun after a removal's answer lacks it, and once all
+// is quiet the listing is the records'.
+TEST_F(ListingCopyTest, ListersBesideStartsAndRemovals) {
+  std::atomic<bool> done{false};
+  std::atomic<int> listings{0};
+  std::vector<std::thread> listers;
+  for (int t = 0; t < 3; ++t)
+    listers.emplace_back([&, t] {
+      while (!done) {
+        (void)list_dir(p(t == 2 ? "logs" : "procs"));
+        ++listings;
+      }
+    });
+  struct Join {
+    std::atomic<bool>& done;
+    std::vector<std::thread>& threads;
+    ~Join() {
+      done = true;
+      for (std::thread& th : threads) th.join();
+    }
+  } join{done, listers};
+
+  std::set<std::string> live;
+  for (int i = 0; i < 40; ++i) {
+    const std::string id = start("true");
+    ASSERT_FALSE(id.empty());
+    live.insert(id);
+    std::vector<std::string> now = list_dir(p("procs"));
+    EXPECT_NE(std::find(now.begin(), now.end(), id), now.end()) << id << " started, not listed";
+    if (i % 3 == 2) {
+      const std::string gone = *live.begin();
+      wait_ended(gone);
+      ASSERT_EQ(rmdir_errno(p("procs/" + gone)), 0);
+      live.erase(gone);
+      now = list_dir(p("procs"));
+      EXPECT_EQ(std::find(now.begin(), now.end(), gone), now.end()) << gone << " removed, still listed";
+      const std::vector<std::string> logs = list_dir(p("logs"));
+      EXPECT_EQ(std::find(logs.begin(), logs.end(), gone + ".log"), logs.end()) << gone << " removed, log listed";
+    }
+  }
+  done = true;
+  for (std::thread& th : listers) th.join();
+  listers.clear();
+  EXPECT_GT(listings.load(), 40);
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<std::string> names = list_dir(p("procs"));
+    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), live) << "round " << round;
+    EXPECT_EQ(names.size(), live.size()) << "no name twice";
+  }
+}
+
+}  // namespace
+}  // namespace sbxit
