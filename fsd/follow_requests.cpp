@@ -9,7 +9,8 @@
 namespace fsd {
 
 FollowRequests::FollowRequests(sup::Supervisor& sup) : sup_(sup) {
-  subscription_ = sup_.subscribe([this](const sup::Event& ev) { on_event(ev); });
+  subscription_ = sup_.subscribe([this](const sup::Event& ev) { on_event(ev); },
+                                 [this](const std::string& id) { return follows(id); });
 }
 
 FollowRequests::~FollowRequests() { shutdown(); }
@@ -30,6 +31,7 @@ void FollowRequests::park(fuse_req_t req, const std::string& id, Attempt attempt
     seq = next_seq_++;
     parked_.emplace(req, Parked{id, std::move(attempt), seq, std::move(interrupted)});
   }
+  sup_.want_output(id);  // known to follows() first (supervisor.hpp, subscribe)
   retry(req, seq);  // the output may have come before we were stored
 }
 
@@ -87,8 +89,18 @@ void FollowRequests::on_event(const sup::Event& ev) {
   }
 }
 
+bool FollowRequests::follows(const std::string& id) {
+  std::lock_guard g(mu_);
+  for (const auto& [req, p] : parked_)
+    if (p.id == id) return true;
+  for (const auto& [owner, w] : watches_)
+    if (w.id == id) return true;
+  return false;
+}
+
 bool FollowRequests::watch(const void* owner, const std::string& id, fuse_pollhandle* ph, Readable readable) {
   if (!put_pollhandle(mu_, closed_, watches_, owner, Watch{id, ph, readable})) return true;
+  sup_.want_output(id);
   if (!readable()) return false;
   // Readable already: take it back, unless the event thread took it (then it notifies).
   if (fuse_pollhandle* mine = take_pollhandle(mu_, watches_, owner, ph)) fuse_pollhandle_destroy(mine);

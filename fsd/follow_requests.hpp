@@ -68,6 +68,8 @@ class FollowRequests {
 
   static void on_interrupt(fuse_req_t req, void* self);
   void on_event(const sup::Event& ev);
+  /// Whether a parked read or a poll still follows `id`'s output.
+  bool follows(const std::string& id);
   /// Tries `req` (parked as `seq`): answers it if its attempt has an answer.
   void retry(fuse_req_t req, std::uint64_t seq);
 

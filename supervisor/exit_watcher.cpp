@@ -20,15 +20,29 @@
 
 namespace sup {
 
+namespace {
+
+// A watch that reports nothing: IN_MOVE_SELF of a file that is never
+// renamed (its folder is, on removal, which is no event of the file). A
+// watch's mask is changed in place by adding it again; removing and making
+// it again would cost the kernel's workers each time.
+constexpr std::uint32_t kQuiet = IN_MOVE_SELF;
+
+std::uint32_t output_mask(const Record& r) { return r.output_armed ? IN_MODIFY : kQuiet; }
+
+}  // namespace
+
 void Supervisor::Impl::watch_log(Record& r) {
   // A monitor that keeps an index appends to it after each write to the
   // log: its change says that both have the bytes. Older monitors: the log.
   const std::string dir = dir_of(r.id);
-  int wd = ::inotify_add_watch(inotify.get(), (dir + "/index").c_str(), IN_MODIFY);
-  if (wd < 0) wd = ::inotify_add_watch(inotify.get(), (dir + "/log").c_str(), IN_MODIFY);
-  if (wd >= 0) {
+  for (const char* name : {"/index", "/log"}) {
+    const int wd = ::inotify_add_watch(inotify.get(), (dir + name).c_str(), output_mask(r));
+    if (wd < 0) continue;
     r.log_wd = wd;
+    r.log_watched = dir + name;
     wd_ids[wd] = r.id;
+    break;
   }
   // Past log_max the output goes on in tail segments (log_index.hpp).
   for (const std::uint64_t g : tail_generations(dir)) watch_tail(r, tail_index_name(g));
@@ -36,10 +50,56 @@ void Supervisor::Impl::watch_log(Record& r) {
 
 void Supervisor::Impl::watch_tail(Record& r, const std::string& name) {
   // The kernel drops the watch when the monitor removes the segment.
-  const int wd = ::inotify_add_watch(inotify.get(), (dir_of(r.id) + "/" + name).c_str(), IN_MODIFY);
+  const int wd = ::inotify_add_watch(inotify.get(), (dir_of(r.id) + "/" + name).c_str(), output_mask(r));
   if (wd < 0) return;
   wd_ids[wd] = r.id;
-  r.tail_wds.push_back(wd);
+  r.tail_wds[wd] = name;
+}
+
+void Supervisor::Impl::arm_output(Record& r, bool on) {
+  r.output_armed = on;
+  // The same file, the same watch: only its mask changes. A file gone
+  // (a segment removed) has its watch dropped by the kernel already.
+  if (r.log_wd >= 0) (void)::inotify_add_watch(inotify.get(), r.log_watched.c_str(), output_mask(r));
+  for (const auto& [wd, name] : r.tail_wds)
+    (void)::inotify_add_watch(inotify.get(), (dir_of(r.id) + "/" + name).c_str(), output_mask(r));
+}
+
+void Supervisor::Impl::want_output(const std::string& id) {
+  std::lock_guard g(mu);
+  auto it = records.find(id);
+  if (it == records.end()) return;
+  ++it->second.output_wants;
+  if (!it->second.output_armed) arm_output(it->second, true);
+}
+
+bool Supervisor::Impl::output_followed(const std::string& id) {
+  if (probes.count(id) || reader_probes->watching(id)) return true;
+  std::vector<OutputInterest> wants;
+  {
+    std::lock_guard g(listeners_mu);
+    for (auto& [t, w] : output_interests) wants.push_back(w);
+  }
+  for (auto& w : wants)
+    if (w(id)) return true;
+  return false;
+}
+
+void Supervisor::Impl::quiet_unfollowed(const std::string& id) {
+  std::uint64_t wants = 0;
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it == records.end() || !it->second.output_armed) return;
+    wants = it->second.output_wants;
+  }
+  // Asked without mu: an interest's owner may hold its own lock while it
+  // calls in. One that came meanwhile called want_output() after making
+  // itself known, so its count voids this decision.
+  if (output_followed(id)) return;
+  std::lock_guard g(mu);
+  auto it = records.find(id);
+  if (it != records.end() && it->second.output_armed && it->second.output_wants == wants) arm_output(it->second, false);
 }
 
 void Supervisor::Impl::watch_running(Record& r) {
@@ -167,7 +227,7 @@ void Supervisor::Impl::on_monitor_exit(const std::string& id, bool scanned) {
       wd_ids.erase(r.log_wd);
       r.log_wd = -1;
     }
-    for (const int wd : r.tail_wds) {  // its tail segments' (log_index.hpp) that the kernel still has
+    for (const auto& [wd, name] : r.tail_wds) {  // its tail segments' (log_index.hpp) that the kernel still has
       auto w = wd_ids.find(wd);
       if (w == wd_ids.end() || w->second != id) continue;
       stale_wds.push_back(wd);
@@ -261,7 +321,7 @@ void Supervisor::Impl::await_monitor_gone(UniqueFd pidfd, const std::string& cgr
 
 void Supervisor::Impl::on_inotify() {
   alignas(inotify_event) char buf[8192];
-  std::set<std::string> grown, exited, reran;
+  std::set<std::string> grown, written, exited, reran;
   for (bool more = true; more;) {
     ssize_t n = ::read(inotify.get(), buf, sizeof buf);
     if (n <= 0) break;
@@ -273,8 +333,9 @@ void Supervisor::Impl::on_inotify() {
       auto* ev = reinterpret_cast<inotify_event*>(p);
       if (auto it = wd_ids.find(ev->wd); it != wd_ids.end()) {
         grown.insert(it->second);
+        if (ev->mask & IN_MODIFY) written.insert(it->second);
         if (ev->mask & IN_IGNORED) {  // its file is gone (a tail segment removed)
-          if (auto rec = records.find(it->second); rec != records.end()) std::erase(rec->second.tail_wds, ev->wd);
+          if (auto rec = records.find(it->second); rec != records.end()) rec->second.tail_wds.erase(ev->wd);
           wd_ids.erase(it);
         }
       } else if (auto d = dir_wd_ids.find(ev->wd); d != dir_wd_ids.end() && ev->len > 0) {
@@ -301,6 +362,8 @@ void Supervisor::Impl::on_inotify() {
     probe_output(id);
     dispatch(Event{Event::Kind::output, id});
   }
+  // Nobody follows what was just written: the next writes wake no one.
+  for (auto& id : written) quiet_unfollowed(id);
   for (auto& id : reran) on_monitor_record(id);
   for (auto& id : exited) on_monitor_exit(id);
 }

@@ -23,12 +23,21 @@ std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::st
     }
     if (!still_running()) return;
     if (c.kind == ReadyCondition::Kind::notify) notify_.insert(token);
+    // On the loop thread, as is the decision to stop reporting writes:
+    // none falls between this and the probe's entry below.
+    if (c.kind == ReadyCondition::Kind::log) want_output_(id);
     std::shared_ptr<ReadinessProbe> probe =
         ReadinessProbe::start(loop_, c, dir, c.kind == ReadyCondition::Kind::log ? logs_.of(id) : nullptr,
                               [this, token, guard](const ReadyMatch& m) { fire(token, guard, m); });
     probes_[token] = Probe{id, c, guard, std::move(probe)};
   });
   return token;
+}
+
+bool ReaderProbes::watching(const std::string& id) const {
+  for (const auto& [token, p] : probes_)
+    if (p.id == id && p.cond.kind == ReadyCondition::Kind::log) return true;
+  return false;
 }
 
 void ReaderProbes::cancel(std::uint64_t token) {

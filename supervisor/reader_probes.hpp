@@ -28,8 +28,13 @@ class ReaderProbes {
  public:
   using OnReady = std::function<void(const ReadyMatch&)>;
 
-  /// `logs`: the commands' LogWatches (shared with the records' probes).
-  ReaderProbes(EventLoop& loop, LogWatches& logs) : loop_(loop), logs_(logs) {}
+  using WantOutput = std::function<void(const std::string& id)>;
+
+  /// `logs`: the commands' LogWatches (shared with the records' probes);
+  /// `want_output`: called before a log condition's probe first looks, so
+  /// that the command's writes are reported from then on.
+  ReaderProbes(EventLoop& loop, LogWatches& logs, WantOutput want_output)
+      : loop_(loop), logs_(logs), want_output_(std::move(want_output)) {}
 
   /// Starts probing `c` for command `id` (its folder `dir`), soon, on
   /// the loop thread, unless `still_running` says no by then. `on_ready`
@@ -46,6 +51,8 @@ class ReaderProbes {
   void output(const std::string& id);  ///< the folder of `id` changed (loop thread)
   void finish(const std::string& id);  ///< `id` ended: probing stops (loop thread)
   void clear();                        ///< drops every probe (loop thread)
+  /// Whether a probe of `id` waits for its output (loop thread).
+  bool watching(const std::string& id) const;
 
  private:
   /// What a probe's callback and cancel() share: cancel() empties `fn`
@@ -67,6 +74,7 @@ class ReaderProbes {
 
   EventLoop& loop_;
   LogWatches& logs_;
+  WantOutput want_output_;
   std::atomic<std::uint64_t> next_{1};
   std::mutex mu_;
   std::map<std::uint64_t, std::shared_ptr<Guard>> guards_;  // guarded by mu_

@@ -26,6 +26,9 @@ void Supervisor::Impl::start_probe(const std::string& id) {
   probes.erase(id);
   if (!cond) return;
   std::shared_ptr<LogWatch> log = cond->kind == ReadyCondition::Kind::log ? log_watches->of(id) : nullptr;
+  // Writes are reported from before the probe's first look; on the loop
+  // thread, where the decision to stop reporting them is taken too.
+  if (log) want_output(id);
   probes[id] = ReadinessProbe::start(*loop, *cond, dir_of(id), std::move(log),
                                      [this, id](const ReadyMatch& m) { mark_ready(id, m); });
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,8 +38,14 @@ struct Record {
   ExitInfo exit;
   UniqueFd pidfd;
   int log_wd = -1;   // inotify: the log grew
+  std::string log_watched;  // the file log_wd watches: index (or log, of an older monitor)
   int dir_wd = -1;   // inotify: exit.json appeared, `dropped` was created
-  std::vector<int> tail_wds;  // inotify: its tail segments' indexes grew (the kernel drops one removed)
+  std::map<int, std::string> tail_wds;  // inotify: its tail segments' indexes grew, by name (the kernel drops one removed)
+  // Whether the log's watches report each write (someone follows the
+  // output: want_output()); otherwise they report nothing, and a command
+  // that prints costs the event thread no wake-up.
+  bool output_armed = false;
+  std::uint64_t output_wants = 0;  // counts want_output() calls: a disarm decided before one is void
   bool truncated = false;        // `dropped` exists: output past log_max
   std::uint64_t dropped = 0;     // its size, once ended (while running: read live)
   std::optional<ReadyCondition> ready_cond;

@@ -60,7 +60,8 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
     impl->loop = std::make_unique<EventLoop>();
     Impl* ip = impl.get();
     impl->log_watches = std::make_unique<LogWatches>([ip](const std::string& id) { return ip->dir_of(id); });
-    impl->reader_probes = std::make_unique<ReaderProbes>(*impl->loop, *impl->log_watches);
+    impl->reader_probes = std::make_unique<ReaderProbes>(*impl->loop, *impl->log_watches,
+                                                         [ip](const std::string& id) { ip->want_output(id); });
   } catch (const std::exception& e) {
     return Error{Errc::try_again, e.what()};
   }
@@ -338,17 +339,21 @@ std::optional<CommandStatus> Supervisor::stop_and_wait(const std::string& id, st
   return wait(id, timeout);
 }
 
-std::uint64_t Supervisor::subscribe(Listener l) {
+std::uint64_t Supervisor::subscribe(Listener l, OutputInterest follows) {
   std::lock_guard g(impl_->listeners_mu);
   auto t = impl_->next_token++;
   impl_->listeners.emplace_back(t, std::move(l));
+  if (follows) impl_->output_interests.emplace_back(t, std::move(follows));
   return t;
 }
 
 void Supervisor::unsubscribe(std::uint64_t token) {
   std::lock_guard g(impl_->listeners_mu);
   std::erase_if(impl_->listeners, [&](auto& p) { return p.first == token; });
+  std::erase_if(impl_->output_interests, [&](auto& p) { return p.first == token; });
 }
+
+void Supervisor::want_output(const std::string& id) { impl_->want_output(id); }
 
 std::uint64_t Supervisor::add_timer(Clock::time_point when, TimerCallback cb) {
   return impl_->loop->add_timer(when, std::move(cb));

@@ -97,6 +97,9 @@ struct SupervisorInfo {
 class Supervisor {
  public:
   using Listener = std::function<void(const Event&)>;
+  /// Whether a subscriber still follows a command's output (any thread; it
+  /// must not call into the supervisor).
+  using OutputInterest = std::function<bool(const std::string& id)>;
   using TimerCallback = std::function<void()>;
   using Clock = std::chrono::steady_clock;
   /// Told the outcome of start_async: the command's record once it has exec'd, or why not.
@@ -196,8 +199,17 @@ class Supervisor {
   std::optional<CommandStatus> stop_and_wait(const std::string& id, std::chrono::milliseconds timeout);
 
   /// Listeners run on the event thread, in subscription order.
-  std::uint64_t subscribe(Listener l);
+  /// `output` events of a running command come only while someone follows
+  /// its output (a write nobody follows wakes no thread): a subscriber that
+  /// wants them calls want_output(id) once it is ready for them (after
+  /// making itself known to `follows`), then looks at the output once, for
+  /// what came before; `follows` says, until it returns false, that it still
+  /// wants them. Output written before the record is watched (early output)
+  /// is announced once, followed or not.
+  std::uint64_t subscribe(Listener l, OutputInterest follows = {});
   void unsubscribe(std::uint64_t token);
+  /// See subscribe(). Any thread; an unknown id is ignored.
+  void want_output(const std::string& id);
 
   /// One-shot timer on the event thread.
   std::uint64_t add_timer(Clock::time_point when, TimerCallback cb);

@@ -71,6 +71,7 @@ struct Supervisor::Impl {
 
   std::mutex listeners_mu;
   std::vector<std::pair<std::uint64_t, Listener>> listeners;  // guarded by listeners_mu
+  std::vector<std::pair<std::uint64_t, OutputInterest>> output_interests;  // guarded by listeners_mu
   std::uint64_t next_token = 1;                               // guarded by listeners_mu
 
   std::map<std::string, std::shared_ptr<ReadinessProbe>> probes;  // loop thread only
@@ -131,6 +132,14 @@ struct Supervisor::Impl {
   void watch_running(Record& r);                  // needs mu
   void watch_log(Record& r);                      // needs mu; no-op while the log does not exist yet
   void watch_tail(Record& r, const std::string& name);  // needs mu; a tail segment's index
+  // Output events of a running command come while someone follows its
+  // output: a reader of a follow view, a poll, a log condition (a probe of
+  // the record's or of a reader). The first want_output() makes its watches
+  // report writes; after a write that nobody followed they go quiet again.
+  void arm_output(Record& r, bool on);                  // needs mu
+  void want_output(const std::string& id);              // takes mu
+  bool output_followed(const std::string& id);          // loop thread; without mu
+  void quiet_unfollowed(const std::string& id);         // loop thread; takes mu
   /// `scanned`: called again once finish_unknown has run (on the worker pool).
   void on_monitor_exit(const std::string& id, bool scanned = false);
   /// Runs `task` on a work thread about a millisecond from now, with the

@@ -21,6 +21,13 @@ struct Recorder {
   std::vector<sup::Event> events;
   std::map<std::string, sup::CommandStatus> status_in_listener;  // at `ended`
   std::set<std::thread::id> threads;
+  std::set<std::string> followed;  // whose output this subscriber follows
+
+  void follow(const std::string& id, bool on = true) {
+    std::lock_guard g(mu);
+    if (on) followed.insert(id);
+    else followed.erase(id);
+  }
 
   size_t count(Kind k, const std::string& id) {
     std::lock_guard g(mu);
@@ -57,6 +64,9 @@ class Subscription {
       if (st) rec->status_in_listener[e.bg_id] = *st;
       rec->threads.insert(std::this_thread::get_id());
       rec->cv.notify_all();
+    }, [rec](const std::string& id) {
+      std::lock_guard g(rec->mu);
+      return rec->followed.count(id) > 0;
     });
   }
   ~Subscription() {
@@ -107,6 +117,8 @@ TEST_F(EventsTest, OutputWhenTheLogGrows) {
   auto silent = sup_->start(argv({"/bin/sleep", "30"}));
   SBX_ASSERT_OK(silent);
   const std::string id = talker->bg_id;
+  rec->follow(id);
+  sup_->want_output(id);
 
   write_file(flag1, "");
   ASSERT_TRUE(rec->wait_count(Kind::output, id, 1, 5000ms)) << "no output event for \"one\"";
@@ -134,8 +146,48 @@ TEST_F(EventsTest, EarlyOutputIsAnnounced) {
   Subscription sub(sup_.get(), rec);
   auto r = sup_->start(shell("echo early; sleep 30"));
   SBX_ASSERT_OK(r);
-  EXPECT_TRUE(rec->wait_count(Kind::output, r->bg_id, 1, 2000ms))
+  // A follower: known, then wants output, then looks once.
+  rec->follow(r->bg_id);
+  sup_->want_output(r->bg_id);
+  const bool seen = read_file(r->log_file) == "early\n";
+  EXPECT_TRUE(seen || rec->wait_count(Kind::output, r->bg_id, 1, 2000ms))
       << "no output event; log holds \"" << read_file(r->log_file) << "\"";
+}
+
+// Writes nobody follows wake no thread: a command that prints costs the
+// event thread nothing until someone follows its output, and again once
+// they stop (after the first write that nobody followed).
+TEST_F(EventsTest, WritesNobodyFollowsGiveNoEvents) {
+  auto rec = std::make_shared<Recorder>();
+  Subscription sub(sup_.get(), rec);
+  auto r = sup_->start(shell("i=0; while :; do i=$((i+1)); echo $i; sleep 0.005; done"));
+  SBX_ASSERT_OK(r);
+  const std::string id = r->bg_id;
+  ASSERT_TRUE(wait_for_text(r->log_file, "\n2\n", 5000ms));
+  // Whatever was announced before the record was watched (early output).
+  std::this_thread::sleep_for(100ms);
+  const size_t quiet = rec->count(Kind::output, id);
+  EXPECT_LE(quiet, 1u);
+  const std::string before = read_file(r->log_file);
+  ASSERT_TRUE(wait_until([&] { return read_file(r->log_file).size() > before.size() + 40; }, 5000ms));
+  EXPECT_EQ(rec->count(Kind::output, id), quiet) << "writes nobody follows were announced";
+
+  rec->follow(id);
+  sup_->want_output(id);
+  EXPECT_TRUE(rec->wait_count(Kind::output, id, quiet + 5, 5000ms)) << "a follower gets every write";
+
+  rec->follow(id, false);
+  // The watch goes quiet at the first write seen after this (it may be one
+  // the follower was told of already).
+  const std::string left = read_file(r->log_file);
+  ASSERT_TRUE(wait_until([&] { return read_file(r->log_file).size() > left.size() + 10; }, 5000ms));
+  std::this_thread::sleep_for(100ms);
+  const size_t after = rec->count(Kind::output, id);
+  const std::string then = read_file(r->log_file);
+  ASSERT_TRUE(wait_until([&] { return read_file(r->log_file).size() > then.size() + 40; }, 5000ms));
+  EXPECT_LE(rec->count(Kind::output, id), after + 1) << "still announced after the follower left";
+  SBX_ASSERT_OK(sup_->stop(id));
+  EXPECT_TRUE(rec->wait_count(Kind::ended, id, 1, 10000ms));
 }
 
 TEST_F(EventsTest, StopGivesEnded) {
