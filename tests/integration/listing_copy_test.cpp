@@ -88,7 +88,7 @@ TEST_F(ListingCopyTest, ListersBesideStartsAndRemovals) {
   } join{done, listers};
 
   std::set<std::string> live;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 24; ++i) {
     const std::string id = start("true");
     ASSERT_FALSE(id.empty());
     live.insert(id);
@@ -108,7 +108,7 @@ TEST_F(ListingCopyTest, ListersBesideStartsAndRemovals) {
   done = true;
   for (std::thread& th : listers) th.join();
   listers.clear();
-  EXPECT_GT(listings.load(), 40);
+  EXPECT_GT(listings.load(), 24);
   for (int round = 0; round < 3; ++round) {
     const std::vector<std::string> names = list_dir(p("procs"));
     EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), live) << "round " << round;
