@@ -163,13 +163,16 @@ TEST_F(EventsTest, WritesNobodyFollowsGiveNoEvents) {
   auto r = sup_->start(shell("i=0; while :; do i=$((i+1)); echo $i; sleep 0.005; done"));
   SBX_ASSERT_OK(r);
   const std::string id = r->bg_id;
+  // The log grows by `bytes` more: writes, each of which would be an event.
+  auto grows = [&](std::size_t bytes) {
+    const std::size_t from = read_file(r->log_file).size();
+    return wait_until([&] { return read_file(r->log_file).size() > from + bytes; }, 5000ms);
+  };
   ASSERT_TRUE(wait_for_text(r->log_file, "\n2\n", 5000ms));
-  // Whatever was announced before the record was watched (early output).
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(grows(40));  // past an announcement of what came before the watch (early output)
   const size_t quiet = rec->count(Kind::output, id);
   EXPECT_LE(quiet, 1u);
-  const std::string before = read_file(r->log_file);
-  ASSERT_TRUE(wait_until([&] { return read_file(r->log_file).size() > before.size() + 40; }, 5000ms));
+  ASSERT_TRUE(grows(40));
   EXPECT_EQ(rec->count(Kind::output, id), quiet) << "writes nobody follows were announced";
 
   rec->follow(id);
@@ -179,12 +182,10 @@ TEST_F(EventsTest, WritesNobodyFollowsGiveNoEvents) {
   rec->follow(id, false);
   // The watch goes quiet at the first write seen after this (it may be one
   // the follower was told of already).
-  const std::string left = read_file(r->log_file);
-  ASSERT_TRUE(wait_until([&] { return read_file(r->log_file).size() > left.size() + 10; }, 5000ms));
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(grows(10));  // that write
+  ASSERT_TRUE(grows(40));  // and time for its news
   const size_t after = rec->count(Kind::output, id);
-  const std::string then = read_file(r->log_file);
-  ASSERT_TRUE(wait_until([&] { return read_file(r->log_file).size() > then.size() + 40; }, 5000ms));
+  ASSERT_TRUE(grows(40));
   EXPECT_LE(rec->count(Kind::output, id), after + 1) << "still announced after the follower left";
   SBX_ASSERT_OK(sup_->stop(id));
   EXPECT_TRUE(rec->wait_count(Kind::ended, id, 1, 10000ms));
