@@ -31,7 +31,11 @@
 //              bench_stamp, ending 1 ms after a go the benchmark gives, to
 //              its `wait` answer), alone, and while --busy=N (default 50)
 //              commands that printed 1 MiB each end at the go, each with an
-//              `output` read waiting for it
+//              `output` read waiting for it; sbxfs_wake_busy_one: the same
+//              N `output` reads all of one such command; sbxfs_wake_ends:
+//              the N commands end at the go, nobody reads their output; waitpid_wake_alone / waitpid_wake_ends: the same
+//              waiter and N shells as children of the bench (no sbxfs),
+//              its waitpid wake-up alone and among their ends
 //   listing    status_json: open/read/close of status.json (status_json_all: of
 //              status.json,all); ls_procs: `ls DIR/procs`
 //              to /dev/null (after the first, from the kernel's copy);
@@ -160,8 +164,8 @@ bool start(const std::string& req, std::string* id, std::string* why) {
   return true;
 }
 
-// posix_spawn(p) + waitpid; stdout to out_fd (or /dev/null). Returns the wait status or -1.
-int spawn_wait(const std::vector<std::string>& args, int out_fd = -1, bool search = false) {
+// posix_spawn(p) with stdout to out_fd (or /dev/null); the pid or -1.
+pid_t spawn_child(const std::vector<std::string>& args, int out_fd = -1, bool search = false) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -171,11 +175,17 @@ int spawn_wait(const std::vector<std::string>& args, int out_fd = -1, bool searc
     posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
   else
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
+  pid_t pid = -1;
   int rc = search ? posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ)
                   : posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
+  return rc == 0 ? pid : -1;
+}
+
+// spawn_child + waitpid. Returns the wait status or -1.
+int spawn_wait(const std::vector<std::string>& args, int out_fd = -1, bool search = false) {
+  const pid_t pid = spawn_child(args, out_fd, search);
+  if (pid < 0) return -1;
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
@@ -314,13 +324,15 @@ void BM_bash_true(benchmark::State& state) {
 
 // ---- wake_busy -------------------------------------------------------------
 
-// Starts the waiter (and `busy` commands that print 1 MiB, then wait for
-// the go), parks a `wait` read for the waiter and an `output` read for each
-// of the others, then gives the go: the others end at once, the waiter a
-// millisecond later, while their answers are under way. Returns the waiter's
-// wake-up in ns (< 0: failed). The go is a FIFO opened for writing, so the
-// moment is the benchmark's, however long the starts took.
-double wake_among(int busy, std::string* why) {
+// Starts the waiter (and `sources` commands that print 1 MiB, then wait for
+// the go), parks a `wait` read for the waiter and `busy` `output` reads
+// spread over the others, then gives the go: the others end at once, the
+// waiter a millisecond later, while the answers are under way. Returns the
+// waiter's wake-up in ns (< 0: failed). The go is a FIFO opened for writing,
+// so the moment is the benchmark's, however long the starts took. With one
+// source the 50 answers come without 50 other ends (processes exiting,
+// monitors reporting) on the same CPUs.
+double wake_among(int busy, int sources, std::string* why) {
   char dir[] = "/tmp/sbxbench-go-XXXXXX";
   if (!::mkdtemp(dir)) {
     *why = "mkdtemp failed";
@@ -341,7 +353,7 @@ double wake_among(int busy, std::string* why) {
   const std::string heavy = "{\"cmd\": \"head -c 1048576 /dev/zero | tr '\\\\000' a; exec " + cfg.stamp + " --go " +
                             go + " > /dev/null\"}\n";
   std::vector<std::string> ids;
-  for (int i = 0; i < busy; ++i) {
+  for (int i = 0; i < sources; ++i) {
     std::string id;
     if (!start(heavy, &id, why)) return -1;
     ids.push_back(id);
@@ -351,8 +363,8 @@ double wake_among(int busy, std::string* why) {
     return -1;
   std::atomic<int> bad{0}, issued{0};
   std::vector<std::thread> readers;
-  for (const std::string& id : ids)
-    readers.emplace_back([&, id] {
+  for (int i = 0; i < busy; ++i)
+    readers.emplace_back([&, id = ids[static_cast<std::size_t>(i) % ids.size()]] {
       int err = 0;
       ++issued;
       std::string ans = slurp(cfg.mount + "/procs/" + id + "/output", &err);
@@ -401,10 +413,10 @@ double wake_among(int busy, std::string* why) {
   return double(woke.load() - stamp);
 }
 
-void run_wake_among(benchmark::State& state, int busy) {
+void run_wake_among(benchmark::State& state, int busy, int sources) {
   for (auto _ : state) {
     std::string why;
-    const double ns = wake_among(busy, &why);
+    const double ns = wake_among(busy, sources, &why);
     if (ns < 0) {
       state.SkipWithError(why.c_str());
       return;
@@ -413,8 +425,102 @@ void run_wake_among(benchmark::State& state, int busy) {
   }
 }
 
-void BM_sbxfs_wake_idle(benchmark::State& state) { run_wake_among(state, 0); }
-void BM_sbxfs_wake_busy(benchmark::State& state) { run_wake_among(state, cfg.busy); }
+// The machine's part of wake_ends, without sbxfs: `others` shells that
+// print 1 MiB to /dev/null and exec `bench_stamp --go`, and the waiter
+// `bench_stamp --go FIFO 1000`, all children of this process; the waiter's
+// waitpid wake-up (ns, < 0: failed) while the others end at the go.
+double waitpid_among_ends(int others, std::string* why) {
+  char dir[] = "/tmp/sbxbench-go-XXXXXX";
+  if (!::mkdtemp(dir)) {
+    *why = "mkdtemp failed";
+    return -1;
+  }
+  const std::string go = std::string(dir) + "/go";
+  std::vector<pid_t> kids;
+  struct Cleanup {
+    std::string dir, go;
+    std::vector<pid_t>& kids;
+    ~Cleanup() {
+      for (pid_t k : kids) ::kill(k, SIGKILL);
+      for (pid_t k : kids) ::waitpid(k, nullptr, 0);
+      ::unlink(go.c_str());
+      ::rmdir(dir.c_str());
+    }
+  } cleanup{dir, go, kids};
+  if (::mkfifo(go.c_str(), 0600) != 0) {
+    *why = "mkfifo failed";
+    return -1;
+  }
+  const std::string heavy = "head -c 1048576 /dev/zero | tr '\\000' a; exec " + cfg.stamp + " --go " + go;
+  for (int i = 0; i < others; ++i) {
+    const pid_t k = spawn_child({"/bin/sh", "-c", heavy});
+    if (k < 0) {
+      *why = "posix_spawn sh";
+      return -1;
+    }
+    kids.push_back(k);
+  }
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) {
+    *why = "pipe";
+    return -1;
+  }
+  const pid_t waiter = spawn_child({cfg.stamp, "--go", go, "1000"}, p[1]);
+  ::close(p[1]);
+  if (waiter < 0) {
+    ::close(p[0]);
+    *why = "posix_spawn bench_stamp";
+    return -1;
+  }
+  // Each shell has printed its MiB once it has become bench_stamp (exec'd).
+  for (pid_t k : kids) {
+    const std::string cmdline = "/proc/" + std::to_string(k) + "/cmdline";
+    while (slurp(cmdline).rfind(cfg.stamp, 0) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int go_fd = ::open(go.c_str(), O_WRONLY | O_CLOEXEC);
+  int st = 0;
+  while (waitpid(waiter, &st, 0) < 0 && errno == EINTR) {
+  }
+  const int64_t woke = mono_ns();
+  if (go_fd >= 0) ::close(go_fd);
+  const long long stamp = std::atoll(read_fd(p[0]).c_str());
+  ::close(p[0]);
+  if (stamp <= 0) {
+    *why = "no stamp";
+    return -1;
+  }
+  return double(woke - stamp);
+}
+
+void BM_waitpid_wake_ends(benchmark::State& state) {
+  for (auto _ : state) {
+    std::string why;
+    const double ns = waitpid_among_ends(cfg.busy, &why);
+    if (ns < 0) {
+      state.SkipWithError(why.c_str());
+      return;
+    }
+    state.SetIterationTime(ns / 1e9);
+  }
+}
+
+void BM_waitpid_wake_alone(benchmark::State& state) {
+  for (auto _ : state) {
+    std::string why;
+    const double ns = waitpid_among_ends(0, &why);
+    if (ns < 0) {
+      state.SkipWithError(why.c_str());
+      return;
+    }
+    state.SetIterationTime(ns / 1e9);
+  }
+}
+
+void BM_sbxfs_wake_idle(benchmark::State& state) { run_wake_among(state, 0, 0); }
+void BM_sbxfs_wake_busy(benchmark::State& state) { run_wake_among(state, cfg.busy, cfg.busy); }
+void BM_sbxfs_wake_busy_one(benchmark::State& state) { run_wake_among(state, cfg.busy, 1); }
+void BM_sbxfs_wake_ends(benchmark::State& state) { run_wake_among(state, 0, cfg.busy); }
 
 // ---- wake ------------------------------------------------------------------
 
@@ -778,6 +884,10 @@ int main(int argc, char** argv) {
     } else {
       reg("sbxfs_wake_idle", BM_sbxfs_wake_idle);
       reg("sbxfs_wake_busy", BM_sbxfs_wake_busy);
+      reg("sbxfs_wake_busy_one", BM_sbxfs_wake_busy_one);
+      reg("sbxfs_wake_ends", BM_sbxfs_wake_ends);
+      reg("waitpid_wake_alone", BM_waitpid_wake_alone);
+      reg("waitpid_wake_ends", BM_waitpid_wake_ends);
     }
   } else if (cfg.group == "listing") {
     reg("status_json", BM_status_json);
