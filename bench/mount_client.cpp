@@ -33,9 +33,10 @@
 //              commands that printed 1 MiB each end at the go, each with an
 //              `output` read waiting for it; sbxfs_wake_busy_one: the same
 //              N `output` reads all of one such command; sbxfs_wake_ends:
-//              the N commands end at the go, nobody reads their output; waitpid_wake_alone / waitpid_wake_ends: the same
-//              waiter and N shells as children of the bench (no sbxfs),
-//              its waitpid wake-up alone and among their ends
+//              the N commands end at the go, nobody reads their output;
+//              waitpid_wake_alone / waitpid_wake_ends: the same waiter and
+//              N shells as children of the bench (no sbxfs), its waitpid
+//              wake-up alone and among their ends
 //   listing    status_json: open/read/close of status.json (status_json_all: of
 //              status.json,all); ls_procs: `ls DIR/procs`
 //              to /dev/null (after the first, from the kernel's copy);
@@ -324,6 +325,27 @@ void BM_bash_true(benchmark::State& state) {
 
 // ---- wake_busy -------------------------------------------------------------
 
+// The go: a FIFO in a directory of its own, both removed with it. Commands
+// blocked opening it for reading all go on once it is opened for writing.
+struct GoFifo {
+  std::string dir, path;
+  bool ok = false;
+  GoFifo() {
+    char tmpl[] = "/tmp/sbxbench-go-XXXXXX";
+    if (!::mkdtemp(tmpl)) return;
+    dir = tmpl;
+    path = dir + "/go";
+    ok = ::mkfifo(path.c_str(), 0600) == 0;
+  }
+  ~GoFifo() {
+    if (dir.empty()) return;
+    ::unlink(path.c_str());
+    ::rmdir(dir.c_str());
+  }
+  GoFifo(const GoFifo&) = delete;
+  GoFifo& operator=(const GoFifo&) = delete;
+};
+
 // Starts the waiter (and `sources` commands that print 1 MiB, then wait for
 // the go), parks a `wait` read for the waiter and `busy` `output` reads
 // spread over the others, then gives the go: the others end at once, the
@@ -333,23 +355,12 @@ void BM_bash_true(benchmark::State& state) {
 // source the 50 answers come without 50 other ends (processes exiting,
 // monitors reporting) on the same CPUs.
 double wake_among(int busy, int sources, std::string* why) {
-  char dir[] = "/tmp/sbxbench-go-XXXXXX";
-  if (!::mkdtemp(dir)) {
-    *why = "mkdtemp failed";
+  const GoFifo fifo;
+  if (!fifo.ok) {
+    *why = "the go fifo could not be made";
     return -1;
   }
-  const std::string go = std::string(dir) + "/go";
-  struct Cleanup {
-    std::string dir, go;
-    ~Cleanup() {
-      ::unlink(go.c_str());
-      ::rmdir(dir.c_str());
-    }
-  } cleanup{dir, go};
-  if (::mkfifo(go.c_str(), 0600) != 0) {
-    *why = "mkfifo failed";
-    return -1;
-  }
+  const std::string& go = fifo.path;
   const std::string heavy = "{\"cmd\": \"head -c 1048576 /dev/zero | tr '\\\\000' a; exec " + cfg.stamp + " --go " +
                             go + " > /dev/null\"}\n";
   std::vector<std::string> ids;
@@ -413,10 +424,11 @@ double wake_among(int busy, int sources, std::string* why) {
   return double(woke.load() - stamp);
 }
 
-void run_wake_among(benchmark::State& state, int busy, int sources) {
+// One run of `measure` (a wake-up in ns, < 0: failed, saying why) per repetition.
+void run_wake(benchmark::State& state, const std::function<double(std::string*)>& measure) {
   for (auto _ : state) {
     std::string why;
-    const double ns = wake_among(busy, sources, &why);
+    const double ns = measure(&why);
     if (ns < 0) {
       state.SkipWithError(why.c_str());
       return;
@@ -425,32 +437,28 @@ void run_wake_among(benchmark::State& state, int busy, int sources) {
   }
 }
 
+void run_wake_among(benchmark::State& state, int busy, int sources) {
+  run_wake(state, [&](std::string* why) { return wake_among(busy, sources, why); });
+}
+
 // The machine's part of wake_ends, without sbxfs: `others` shells that
 // print 1 MiB to /dev/null and exec `bench_stamp --go`, and the waiter
 // `bench_stamp --go FIFO 1000`, all children of this process; the waiter's
 // waitpid wake-up (ns, < 0: failed) while the others end at the go.
 double waitpid_among_ends(int others, std::string* why) {
-  char dir[] = "/tmp/sbxbench-go-XXXXXX";
-  if (!::mkdtemp(dir)) {
-    *why = "mkdtemp failed";
+  const GoFifo fifo;
+  if (!fifo.ok) {
+    *why = "the go fifo could not be made";
     return -1;
   }
-  const std::string go = std::string(dir) + "/go";
-  std::vector<pid_t> kids;
-  struct Cleanup {
-    std::string dir, go;
-    std::vector<pid_t>& kids;
-    ~Cleanup() {
-      for (pid_t k : kids) ::kill(k, SIGKILL);
-      for (pid_t k : kids) ::waitpid(k, nullptr, 0);
-      ::unlink(go.c_str());
-      ::rmdir(dir.c_str());
+  const std::string& go = fifo.path;
+  struct Kids {
+    std::vector<pid_t> pids;
+    ~Kids() {
+      for (pid_t k : pids) ::kill(k, SIGKILL);
+      for (pid_t k : pids) ::waitpid(k, nullptr, 0);
     }
-  } cleanup{dir, go, kids};
-  if (::mkfifo(go.c_str(), 0600) != 0) {
-    *why = "mkfifo failed";
-    return -1;
-  }
+  } kids;
   const std::string heavy = "head -c 1048576 /dev/zero | tr '\\000' a; exec " + cfg.stamp + " --go " + go;
   for (int i = 0; i < others; ++i) {
     const pid_t k = spawn_child({"/bin/sh", "-c", heavy});
@@ -458,7 +466,7 @@ double waitpid_among_ends(int others, std::string* why) {
       *why = "posix_spawn sh";
       return -1;
     }
-    kids.push_back(k);
+    kids.pids.push_back(k);
   }
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
@@ -473,9 +481,16 @@ double waitpid_among_ends(int others, std::string* why) {
     return -1;
   }
   // Each shell has printed its MiB once it has become bench_stamp (exec'd).
-  for (pid_t k : kids) {
+  for (pid_t k : kids.pids) {
     const std::string cmdline = "/proc/" + std::to_string(k) + "/cmdline";
-    while (slurp(cmdline).rfind(cfg.stamp, 0) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (slurp(cmdline).rfind(cfg.stamp, 0) != 0) {
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(k), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == k) {
+        *why = "a shell ended before the go";
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const int go_fd = ::open(go.c_str(), O_WRONLY | O_CLOEXEC);
@@ -494,27 +509,10 @@ double waitpid_among_ends(int others, std::string* why) {
 }
 
 void BM_waitpid_wake_ends(benchmark::State& state) {
-  for (auto _ : state) {
-    std::string why;
-    const double ns = waitpid_among_ends(cfg.busy, &why);
-    if (ns < 0) {
-      state.SkipWithError(why.c_str());
-      return;
-    }
-    state.SetIterationTime(ns / 1e9);
-  }
+  run_wake(state, [](std::string* why) { return waitpid_among_ends(cfg.busy, why); });
 }
-
 void BM_waitpid_wake_alone(benchmark::State& state) {
-  for (auto _ : state) {
-    std::string why;
-    const double ns = waitpid_among_ends(0, &why);
-    if (ns < 0) {
-      state.SkipWithError(why.c_str());
-      return;
-    }
-    state.SetIterationTime(ns / 1e9);
-  }
+  run_wake(state, [](std::string* why) { return waitpid_among_ends(0, why); });
 }
 
 void BM_sbxfs_wake_idle(benchmark::State& state) { run_wake_among(state, 0, 0); }
