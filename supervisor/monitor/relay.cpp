@@ -7,9 +7,13 @@
 // (supervisor/log_index.hpp). Plain read()+write(): tee(2)+splice(2) into
 // files was measured slower on this kernel (the in-kernel copy from pipe
 // pages cost ~3x the copy from a user buffer). A 256 KiB buffer and a pipe
-// grown to 1 MiB once it is found full took the most off: fewer wake-ups of
-// the monitor and of the writer. An index entry per chunk read costs one
-// small write per read, so 24 bytes per up to 256 KiB of output.
+// grown to 1 MiB took the most off: fewer wake-ups of the monitor and of
+// the writer. The pipe grows at the first read that finds 16 KiB waiting:
+// a copy of 1 GiB read ~21 KiB a read on average, so waiting for a full
+// 64 KiB pipe left it at its default size, and the writer (4 KiB writes)
+// blocked on it (bench/RESULTS.md, "Capture: the writer sets the pace").
+// An index entry per chunk read costs one small write per read, so 24
+// bytes per up to 256 KiB of output.
 //
 // `index` and `log` are created just after the start is reported (off the
 // start's path: on ext4 every file created at start cost 15-200 us,
@@ -44,10 +48,11 @@ namespace sbxmon {
 namespace {
 
 constexpr size_t kChunk = 256 * 1024;
-// A pipe found full is grown to this (the default pipe-max-size). Not at
+// A pipe found busy is grown to this (the default pipe-max-size). Not at
 // start: pipe pages count against the user's pipe-user-pages-soft (64 MiB
 // by default), past which an unprivileged user's new pipes get 2 pages.
 constexpr int kBigPipe = 1 << 20;
+constexpr size_t kBusyRead = 16 * 1024;
 // drain(): rounds before giving up on a writer outside the tree that never stops.
 constexpr int kDrainRounds = 1024;
 
@@ -274,8 +279,8 @@ Relay::Result Relay::pump(Stream& s) {
     return Result::closed;
   }
   const size_t len = static_cast<size_t>(n);
-  // The pipe held at least a default pipe's worth: the writer outpaces us.
-  if (!s.grown && len >= 64 * 1024) grow(s);
+  // A quarter of a default pipe waited: the writer keeps pace with us.
+  if (!s.grown && len >= kBusyRead) grow(s);
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const int64_t time_us = static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;

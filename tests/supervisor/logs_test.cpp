@@ -56,6 +56,29 @@ TEST_F(LogsTest, StdoutAndStderrAreSeparate) {
   EXPECT_TRUE(e1 != std::string::npos && e2 != std::string::npos && e1 < e2) << log;
 }
 
+// A stream whose pipe held 16 KiB or more at a read is grown to 1 MiB, so
+// a fast writer blocks less (bench/RESULTS.md, "Capture: the writer sets
+// the pace"); one that prints little keeps the default size. One write of
+// 32 KiB into an empty default pipe (64 KiB) is done under the pipe's
+// lock, so the relay's first read finds it all; stderr gets small writes.
+TEST_F(LogsTest, APipeThatHeldMuchIsGrown) {
+  auto r = sup_->start(argv({"python3", "-c", R"(
+import fcntl, os, sys, time
+os.write(1, b'x' * 32768)
+size = lambda fd: fcntl.fcntl(fd, 1032)  # F_GETPIPE_SZ
+end = time.monotonic() + 20
+while size(1) != 1048576 and time.monotonic() < end: time.sleep(0.01)
+os.write(2, b'e')
+os.write(2, f'{size(1)} {size(2)}'.encode())
+)"}));
+  SBX_ASSERT_OK(r);
+  auto st = wait_ended(r->bg_id, 30000ms);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->exit_code, 0);
+  EXPECT_EQ(read_stream(st->stdout_file).size(), 32768u);
+  EXPECT_EQ(read_stream(st->stderr_file), "e1048576 65536");
+}
+
 TEST_F(LogsTest, CombinedLogKeepsWriteOrder) {
   // Each piece is written only once the previous one is in the log (the
   // path FORMAT.md gives a named command), so the order is known exactly.
