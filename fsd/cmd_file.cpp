@@ -120,7 +120,7 @@ class CmdHandle : public Handle {
     std::unique_lock g(mu_);
     too_big_ = false;
     if (starting_) return Reply::error(0);  // the request that started it answers for it
-    if (!wrote_ && !done_ && write_only_ && !open_elsewhere(Requester::of(req).pid, "/" + path(), ino_))
+    if (!wrote_ && !done_ && write_only_ && !open_elsewhere(Requester::of(req).pid, path("/"), ino_))
       return Reply::fail(finish_rejected(
           {sup::Errc::invalid_argument, "empty request: the file was closed with nothing written"}, end_));
     if (done_ || is_blank(buf_)) return Reply::error(0);  // bash flushes before it writes
@@ -235,7 +235,11 @@ class CmdHandle : public Handle {
   }
 
   /// The file's path in the tree, as errors names it (and, after a "/", as /proc ends it).
-  std::string path() const { return slot_.empty() ? "cmd" : "procs/" + slot_ + "/cmd"; }
+  std::string path(const char* root = "") const {
+    std::string p(root);
+    p += slot_.empty() ? "cmd" : "procs/" + slot_ + "/cmd";
+    return p;
+  }
 
   /// The reason (which may quote the request: a cwd, a key) and the request
   /// are shown with the request's own secrets masked, then the global ones.

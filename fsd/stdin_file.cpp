@@ -45,7 +45,7 @@ class PendingWrite {
         // What went in stays in; the next write learns the input is gone.
         if (written_ > 0) return Reply::written(written_);
         fs_.errors().add(path_, n.error().code, n.error().message,
-                         "(" + std::to_string(size_) + " bytes of input, not shown)", id_);
+                         std::string(1, '(') + std::to_string(size_) + " bytes of input, not shown)", id_);
         return Reply::fail(n.error());
       }
       if (*n == 0) return std::nullopt;

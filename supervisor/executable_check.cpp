@@ -27,8 +27,7 @@ Status check_executable(const std::string& argv0, const std::string& cwd, const 
   while (i <= pv.size()) {
     size_t j = pv.find(':', i);
     if (j == std::string::npos) j = pv.size();
-    std::string dir = pv.substr(i, j - i);
-    if (dir.empty()) dir = ".";
+    std::string dir = j > i ? pv.substr(i, j - i) : std::string(1, '.');
     if (dir[0] != '/') dir = cwd + "/" + dir;
     int e = check(dir + "/" + argv0);
     if (e == 0) return Ok{};

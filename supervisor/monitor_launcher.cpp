@@ -33,7 +33,10 @@ std::vector<std::string> monitor_args(const MonitorLaunch& l) {
   if (l.run_as) {
     args.insert(args.end(), {"--uid", std::to_string(l.run_as->uid), "--gid", std::to_string(l.run_as->gid)});
     std::string groups;
-    for (gid_t g : l.run_as->groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    for (gid_t g : l.run_as->groups) {
+      if (!groups.empty()) groups += ',';
+      groups += std::to_string(g);
+    }
     if (!groups.empty()) args.insert(args.end(), {"--groups", groups});
   }
   if (!l.cgroup.empty()) args.insert(args.end(), {kJobCgroup, l.cgroup});
