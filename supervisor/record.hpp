@@ -22,6 +22,10 @@
 
 namespace sup {
 
+/// Whether a listing of running commands still looks at a record
+/// (live_records.hpp): `no` until one finds it ended or an empty slot.
+enum class Settled : std::uint8_t { no, ended, empty };
+
 struct Record {
   std::string id;
   /// Its id's serial (Impl::serial_for), set where the record is made: what
@@ -63,6 +67,7 @@ struct Record {
   // queued: its place in the queue (the `queued` file), and, while it is being started, that start.
   std::uint64_t queue_seq = 0;
   std::uint64_t launch_token = 0;  // 0: waiting
+  Settled settled = Settled::no;   // LiveRecords' mark
 };
 
 /// What a record shows: its state, or error when a file of it cannot be read

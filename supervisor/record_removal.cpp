@@ -48,7 +48,7 @@ std::string Supervisor::Impl::detach(std::map<std::string, Record>::iterator it,
   }
   ended_index.erase(id);
   if (it->second.state == CommandState::queued) queue.erase(it->second.queue_seq);  // never to run
-  records.erase(it);
+  drop_record(it);
   ++listing_gen;
   cpu.forget(id);
   return del;

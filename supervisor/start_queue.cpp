@@ -60,7 +60,7 @@ Result<CommandStatus> Supervisor::Impl::enqueue(Starting& s) {
     r.owner_sid = s.spec.requester_sid;
     r.ready_cond = s.spec.ready;
     r.queue_seq = seq;
-    auto [it, _] = records.insert_or_assign(s.id, std::move(r));
+    auto it = put_record(s.id, std::move(r));
     ++listing_gen;
     queue.emplace(seq, s.id);
     reserved.erase(s.id);

@@ -343,13 +343,14 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   r.id = s.id;
   r.serial = serial_for(s.id);
   r.state = transition(old == records.end() ? CommandState::empty : old->second.state, CommandEvent::started).next;
-  if (old != records.end() && !s.replaced_dir.empty()) s.replaced = std::move(old->second);
   r.spec = s.spec;
   r.owner_uid = s.spec.requester_uid;
   r.owner_sid = s.spec.requester_sid;
   r.monitor = m;
   r.ready_cond = s.spec.ready;
-  records.insert_or_assign(s.id, std::move(r));  // still reserved: not watched, not pruned
+  // Still reserved: not watched, not pruned. The record it replaces is kept
+  // aside while the start may yet fail.
+  put_record(s.id, std::move(r), s.replaced_dir.empty() ? nullptr : &s.replaced);
   ++listing_gen;
   s.published = true;
   return Ok{};
@@ -429,13 +430,13 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
   bool restored = false;
   if (s->published) {
     std::lock_guard g(mu);
-    records.erase(s->id);
+    if (auto it = records.find(s->id); it != records.end()) drop_record(it);
     ++listing_gen;
     gone = deletion_dir();
     if (::rename(s->final_dir.c_str(), gone.c_str()) != 0) gone.clear();
     // The record it was to replace comes back as it was.
     if (s->replaced && !gone.empty() && ::rename(s->replaced_dir.c_str(), s->final_dir.c_str()) == 0) {
-      auto [it, _] = records.insert_or_assign(s->id, std::move(*s->replaced));
+      auto it = put_record(s->id, std::move(*s->replaced));
       ++listing_gen;
       if (it->second.state != CommandState::empty) note_ended(it->second);
       restored = true;

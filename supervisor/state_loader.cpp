@@ -106,7 +106,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
   }
   if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);
   r.serial = serial_for(id);
-  auto [it, _] = records.insert_or_assign(id, std::move(r));
+  auto it = put_record(id, std::move(r));
   ++listing_gen;
   if (it->second.error && has_ended(it->second.state)) it->second.state = CommandState::error;
   if (has_ended(it->second.state)) note_ended(it->second);

@@ -119,7 +119,7 @@ Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t own
   r.state = CommandState::empty;
   r.owner_uid = owner_uid;
   r.owner_sid = owner_sid;
-  auto [it, _] = I.records.insert_or_assign(name, std::move(r));
+  auto it = I.put_record(name, std::move(r));
   ++I.listing_gen;
   I.emit(Event::Kind::started, name);
   return I.snapshot(it->second);
@@ -302,15 +302,10 @@ std::vector<CommandStatus> Supervisor::list_running(std::size_t* ended, std::opt
     std::lock_guard g(impl_->mu);
     out.reserve(impl_->running);
     monitors.reserve(impl_->running);
-    for (auto& [id, r] : impl_->records) {
-      if (shown_state(r) == CommandState::empty || (owner && r.owner_uid != *owner)) continue;
-      if (has_ended(shown_state(r))) {
-        ++rest;
-        continue;
-      }
+    rest = impl_->live.walk(owner, [&](const Record& r) {
       out.push_back(impl_->snapshot(r));
       monitors.push_back(r.monitor.monitor_pid);
-    }
+    });
   }
   if (cpu == CpuFigure::sample) add_cpu(impl_->cpu, out, monitors);
   if (ended) *ended = rest;

@@ -20,6 +20,7 @@
 #include "supervisor/clock.hpp"
 #include "supervisor/cpu_sampler.hpp"
 #include "supervisor/event_loop.hpp"
+#include "supervisor/live_records.hpp"
 #include "supervisor/monitor_launcher.hpp"
 #include "supervisor/reader_probes.hpp"
 #include "supervisor/readiness_probe.hpp"
@@ -42,7 +43,8 @@ struct Supervisor::Impl {
 
   mutable std::mutex mu;
   std::condition_variable changed;                  // a record ended or vanished
-  std::map<std::string, Record> records;            // guarded by mu
+  std::map<std::string, Record> records;            // guarded by mu; changed only by put_record, drop_record
+  LiveRecords live;                                 // what list_running() walks; guarded by mu
   // Counts the changes of what a listing shows of `records` (an id, its
   // serial, owner or emptiness): bumped at every insert and erase; guarded by mu.
   std::uint64_t listing_gen = 0;
@@ -159,6 +161,13 @@ struct Supervisor::Impl {
   // state_loader.cpp
   Status load();
   void load_record(const std::string& id);
+
+  // record_table.cpp: the only ways a record enters or leaves `records`.
+  /// Puts `r` under `id`, in the place of any record there (moved to
+  /// `replaced` when given, else dropped). Needs mu.
+  std::map<std::string, Record>::iterator put_record(const std::string& id, Record&& r,
+                                                     std::optional<Record>* replaced = nullptr);
+  void drop_record(std::map<std::string, Record>::iterator it);  // needs mu
 
   // record_removal.cpp
   void note_ended(const Record& r);                       // needs mu

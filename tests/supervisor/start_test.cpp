@@ -510,6 +510,66 @@ TEST_F(SupervisorTest, ListRunningCountsTheRest) {
   EXPECT_EQ(others, 1u);  // the ended one; the empty slot is not counted
 }
 
+// list_running() walks only the records that may still run (LiveRecords):
+// after every kind of change to the table it agrees with the whole table.
+TEST_F(SupervisorTest, ListRunningAgreesWithTheWholeTable) {
+  const auto agree = [&](const char* when) {
+    SCOPED_TRACE(when);
+    std::vector<std::string> want;
+    std::size_t ended = 0;
+    for (const sup::CommandStatus& st : sup_->list()) {
+      if (st.state == "empty") continue;
+      if (st.state == "exited" || st.state == "error") ++ended;
+      else want.push_back(st.bg_id);
+    }
+    std::size_t all = 99, mine = 99, theirs = 99;
+    EXPECT_EQ(ids_of(sup_->list_running(&all)), want);
+    EXPECT_EQ(all, ended);
+    EXPECT_EQ(ids_of(sup_->list_running(&mine, ::getuid())), want);
+    EXPECT_EQ(mine, ended);
+    EXPECT_TRUE(sup_->list_running(&theirs, ::getuid() + 1).empty());
+    EXPECT_EQ(theirs, 0u);
+  };
+  const auto stop = [&](const std::string& id) {
+    SBX_EXPECT_OK(sup_->stop(id));
+    EXPECT_TRUE(wait_ended(id));
+  };
+  agree("an empty table");
+  auto a = sup_->start(shell("sleep 30"));
+  auto b = sup_->start(shell("true"));
+  SBX_ASSERT_OK(a);
+  SBX_ASSERT_OK(b);
+  ASSERT_TRUE(wait_ended(b->bg_id));
+  agree("one running, one ended");
+  SBX_ASSERT_OK(sup_->create_slot("slot", ::getuid(), ::getsid(0)));
+  agree("an empty slot");
+  SBX_ASSERT_OK(sup_->start(shell("sleep 30", "slot"), sup::StartMode::reuse_slot));
+  agree("the slot runs");
+  stop("slot");
+  agree("the slot's run ended");
+  SBX_ASSERT_OK(sup_->start(shell("sleep 30", "slot"), sup::StartMode::reuse_slot));
+  agree("the slot runs again");
+  stop("slot");
+  // Past the checks, refused by the kernel's exec: the ended run comes back.
+  const std::string bad = work_ / "not-a-program";
+  write_file(bad, "\x7f" "ELF, but no program");
+  ASSERT_EQ(::chmod(bad.c_str(), 0755), 0);
+  EXPECT_FALSE(sup_->start(argv({bad}, "slot"), sup::StartMode::reuse_slot).ok());
+  const auto back = sup_->status("slot");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->state, "exited");
+  agree("a failed re-run gave the ended record back");
+  SBX_ASSERT_OK(sup_->remove(b->bg_id));
+  agree("an ended record removed");
+  auto c = sup_->start(shell("sleep 30"));
+  SBX_ASSERT_OK(c);
+  stop(a->bg_id);
+  reopen();
+  agree("after a reload");
+  stop(c->bg_id);
+  agree("the last one stopped after the reload");
+}
+
 TEST_F(SupervisorTest, RemovedHighestIdIsNotReused) {
   auto a = sup_->start(shell("true"));
   SBX_ASSERT_OK(a);
