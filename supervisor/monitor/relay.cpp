@@ -10,8 +10,8 @@
 // grown to 1 MiB took the most off: fewer wake-ups of the monitor and of
 // the writer. The pipe grows at the first read that finds 16 KiB waiting:
 // a copy of 1 GiB read ~21 KiB a read on average, so waiting for a full
-// 64 KiB pipe left it at its default size, and the writer (4 KiB writes)
-// blocked on it (bench/RESULTS.md, "Capture: the writer sets the pace").
+// 64 KiB pipe left it at its default size (+3 % with the growth,
+// bench/RESULTS.md, "Capture: the writer sets the pace").
 // An index entry per chunk read costs one small write per read, so 24
 // bytes per up to 256 KiB of output.
 //

@@ -79,6 +79,30 @@ os.write(2, f'{size(1)} {size(2)}'.encode())
   EXPECT_EQ(read_stream(st->stderr_file), "e1048576 65536");
 }
 
+// Both streams printing as fast as they can: the relay reads a stream again
+// at once while it has more, but in turn with the other and for a bounded
+// number of reads, so neither stream waits for the other and a stop is
+// heard while the output never pauses.
+TEST_F(LogsTest, OutputThatNeverPausesStarvesNeitherTheOtherStreamNorAStop) {
+  log_max_ = 1 << 20;  // what it prints past that is dropped, not kept on disk
+  reopen();
+  auto r = sup_->start(shell("yes out & exec yes err >&2"));
+  SBX_ASSERT_OK(r);
+  const std::string dir = record_dir(r->bg_id);
+  const auto both_printed = [&] {
+    sup::LogIndex index;
+    return index.open(dir) == 0 && index.stream_size(sup::LogStream::out) >= 64 * 1024 &&
+           index.stream_size(sup::LogStream::err) >= 64 * 1024;
+  };
+  EXPECT_TRUE(wait_until(both_printed, 10000ms));
+  const auto t0 = Clock::now();
+  auto st = sup_->stop_and_wait(r->bg_id, 20000ms);
+  ASSERT_TRUE(st);
+  EXPECT_FALSE(st->running);
+  EXPECT_EQ(st->end_reason, "stopped");
+  EXPECT_LT(seconds_since(t0), 5.0);
+}
+
 TEST_F(LogsTest, CombinedLogKeepsWriteOrder) {
   // Each piece is written only once the previous one is in the log (the
   // path FORMAT.md gives a named command), so the order is known exactly.
