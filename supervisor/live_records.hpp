@@ -55,8 +55,6 @@ class LiveRecords {
     return it == ended_by_uid_.end() ? 0 : it->second;
   }
 
-  std::size_t unsettled() const { return unsettled_.size(); }
-
  private:
   void settle(Record& r, CommandState shown);
 
