@@ -3,7 +3,7 @@
 namespace sup {
 
 void LiveRecords::entered(Table::iterator it) {
-  it->second.settled = Settled::no;  // a restored record comes back with its old mark
+  it->second.settled = Settled::no;  // whatever it carried in: every record enters unsettled
   unsettled_.insert_or_assign(std::string_view(it->first), it);
 }
 
