@@ -29,7 +29,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +54,10 @@ constexpr int kFastSweeps = 50;
 // the next poll (which also sees the other requests, and a stream that had
 // nothing at its last read): see pump_output().
 constexpr int kBurst = 16;
+// How long the monitor stays, asleep, once its command's end is written:
+// longer than the daemon's answer and its reader's next read take (0.2-0.5
+// ms on the 2-vCPU guest), see finish().
+constexpr long kLeaveAfterEndNs = 1000000;
 
 class Loop {
  public:
@@ -439,11 +442,13 @@ int Loop::finish() {
   // The end is out, and the daemon thread it woke is queued, often on this
   // CPU (on a guest whose CPUs share no cache, always the waker's). What is
   // left here, the cgroup's removal and this process's exit (0.7-0.9 ms of
-  // tearing down its memory in a trace), would otherwise run first, and the
-  // reader that thread answers would wait behind it too. Moving to another
-  // CPU instead was measured and dropped: when the thread was queued on the
-  // other CPU, the move took that one (bench/RESULTS.md).
-  ::sched_yield();
+  // tearing down its memory in a trace), waits a moment, so that this
+  // thread and then the reader it answers run first. A sched_yield() was
+  // not enough (the scheduler let the monitor go on in half of the ends of
+  // a trace), and moving to another CPU took the daemon's when its thread
+  // was queued there (bench/RESULTS.md).
+  const struct timespec moment = {0, kLeaveAfterEndNs};
+  ::nanosleep(&moment, nullptr);
   // Empty now; removed after the end is written, not before: the rmdir and
   // the kernel work it sets off cost about 0.1 ms that every waiter would
   // wait. The daemon removes one left here once this monitor is gone.
