@@ -45,7 +45,7 @@ void report_error(int fd, int err, const char* what) {
 
 // A fork copies no page table entries of the program's code (a file
 // mapping), so a new monitor took a page fault at the first run of each
-// part of the code it uses (10 a start, ~20 us each on the 2-vCPU guest of
+// part of the code it uses (10 a start, 10-20 us each on the 2-vCPU guest of
 // bench/RESULTS.md). One call maps it all at once. The pages are the ones
 // every monitor shares: no more memory, though each monitor's PSS now
 // counts its share of all of them. EINVAL (kernels before 5.14): as before.
