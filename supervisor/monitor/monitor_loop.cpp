@@ -442,7 +442,7 @@ int Loop::finish() {
   // The end is out, and the daemon thread it woke is queued, often on this
   // CPU (on a guest whose CPUs share no cache, always the waker's). What is
   // left here, the cgroup's removal and this process's exit (0.7-0.9 ms of
-  // tearing down its memory in a trace), waits a moment, so that this
+  // tearing down its memory in a trace), waits a moment, so that that
   // thread and then the reader it answers run first. A sched_yield() was
   // not enough (the scheduler let the monitor go on in half of the ends of
   // a trace), and moving to another CPU took the daemon's when its thread

@@ -50,7 +50,8 @@ void report_error(int fd, int err, const char* what) {
 // every monitor shares: no more memory, though each monitor's PSS now
 // counts its share of all of them. EINVAL (kernels before 5.14): as before.
 void map_code() {
-  const auto from = reinterpret_cast<uintptr_t>(__executable_start) & ~uintptr_t{4095};
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto from = reinterpret_cast<uintptr_t>(__executable_start) & ~(page - 1);
   (void)::madvise(reinterpret_cast<void*>(from), reinterpret_cast<uintptr_t>(etext) - from, MADV_POPULATE_READ);
 }
 
