@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace sup {
 
@@ -168,32 +169,87 @@ int pidfd_signal(int pidfd, int sig) {
 #endif
 }
 
+namespace {
+
+// Where the oom_kill line began at the last read: 0 before the first. The
+// counters before it grow, and their digits with them, so the next read
+// takes a window around it.
+std::atomic<std::size_t> g_oom_line_at{0};
+constexpr std::size_t kOomWindowBefore = 128;
+
+// The line "oom_kill N" in buf[0, n), found after a '\n' (the window's first
+// line may be cut) and whole; its start, or null.
+const char* find_oom_line(const char* buf, std::size_t n, long long* count) {
+  static constexpr char kKey[] = "\noom_kill ";
+  const char* end = buf + n;
+  const char* at = std::search(buf, end, kKey, kKey + sizeof kKey - 1);
+  if (at == end) return nullptr;
+  const char* num = at + sizeof kKey - 1;
+  if (std::find(num, end, '\n') == end) return nullptr;  // the number may be cut
+  *count = ::strtoll(num, nullptr, 10);
+  return at + 1;
+}
+
+}  // namespace
+
 long long read_oom_kill_count() {
-  // A line at a time through a small buffer: every monitor reads this at
-  // its start, and a buffer for the whole file (4 KiB and growing) would be
-  // pages more of each monitor's stack.
+  // Every monitor reads this at its start: one read of a window around
+  // where the line was (by the monitor server, before it forked this one)
+  // instead of a dozen through the first 2.5 KiB, each of which has the
+  // kernel sum all the counters anew. Small buffers: a buffer for the whole
+  // file (4 KiB and growing) would be pages more of each monitor's stack.
   const int fd = ::open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   char buf[256];
-  std::size_t have = 0;  // the start of a line not read to its end yet
   long long found = -1;
+  if (const std::size_t hint = g_oom_line_at.load(std::memory_order_relaxed); hint > kOomWindowBefore) {
+    const off_t from = static_cast<off_t>(hint - kOomWindowBefore);
+    ssize_t n;
+    do {
+      n = ::pread(fd, buf, sizeof buf, from);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      if (const char* line = find_oom_line(buf, static_cast<std::size_t>(n), &found)) {
+        g_oom_line_at.store(static_cast<std::size_t>(from) + static_cast<std::size_t>(line - buf),
+                            std::memory_order_relaxed);
+        ::close(fd);
+        return found;
+      }
+    }
+  }
+  // A line at a time from the start, '\n' before the first as in the window.
+  buf[0] = '\n';
+  std::size_t have = 1;     // buf[0, have): a line not read to its end yet
+  std::size_t have_at = 0;  // the file offset of buf[1]
+  off_t pos = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, buf + have, sizeof buf - 1 - have);
+    const ssize_t n = ::pread(fd, buf + have, sizeof buf - have, pos);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
+    pos += n;
     have += static_cast<std::size_t>(n);
-    buf[have] = '\0';
-    char* line = buf;
-    for (char* nl; (nl = ::strchr(line, '\n')) != nullptr; line = nl + 1) {
-      if (::strncmp(line, "oom_kill ", 9) == 0) found = ::strtoll(line + 9, nullptr, 10);
+    if (const char* line = find_oom_line(buf, have, &found)) {
+      g_oom_line_at.store(have_at + static_cast<std::size_t>(line - buf) - 1, std::memory_order_relaxed);
+      break;
     }
-    have = static_cast<std::size_t>(buf + have - line);
-    if (have == sizeof buf - 1) have = 0;  // a line longer than the buffer is not the one
-    ::memmove(buf, line, have);
-    if (found >= 0) break;
+    // Keep the last line, which may be cut, with the '\n' before it (buf[0]
+    // is one, so there always is one).
+    const char* last = buf + have;
+    while (*(last - 1) != '\n') --last;
+    std::size_t keep = static_cast<std::size_t>(buf + have - last) + 1;
+    if (keep >= sizeof buf / 2) {  // longer than oom_kill's line: not the one
+      buf[0] = '\n';
+      keep = 1;
+    } else {
+      ::memmove(buf, last - 1, keep);
+    }
+    have_at = static_cast<std::size_t>(pos) - keep + 1;
+    have = keep;
   }
   ::close(fd);
   return found;
 }
+
+std::size_t oom_kill_line_offset() { return g_oom_line_at.load(std::memory_order_relaxed); }
 
 }  // namespace sup

@@ -10,6 +10,7 @@
 // it as possibly incomplete while children exit or are re-parented.
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -56,6 +57,10 @@ int open_pidfd(pid_t pid);
 int pidfd_signal(int pidfd, int sig);
 
 /// The kernel's oom_kill counter from /proc/vmstat; -1 when unavailable.
+/// Remembers where in the file the line was (a process forked after a
+/// read inherits that): the next read starts just before it.
 long long read_oom_kill_count();
+/// Where the oom_kill line began at the last read (0: none yet).
+std::size_t oom_kill_line_offset();
 
 }  // namespace sup

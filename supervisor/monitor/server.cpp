@@ -15,13 +15,17 @@
 #include "monitor.hpp"
 
 #include "supervisor/monitor_job.hpp"
+#include "supervisor/proc_tree.hpp"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -30,8 +34,6 @@
 
 #include <string>
 #include <vector>
-
-extern "C" char __executable_start[], etext[];  // the linker's: the text's bounds
 
 namespace sbxmon {
 
@@ -43,21 +45,73 @@ void report_error(int fd, int err, const char* what) {
   if (n > 0) (void)write_all(fd, line, static_cast<size_t>(n) < sizeof line ? static_cast<size_t>(n) : sizeof line - 1);
 }
 
-// A fork copies no page table entries of the program's code (a file
-// mapping), so a new monitor took a page fault at the first run of each
-// part of the code it uses (10 a start, 10-20 us each on the 2-vCPU guest of
-// bench/RESULTS.md). One call maps it all at once. The pages are the ones
-// every monitor shares: no more memory, though each monitor's PSS now
-// counts its share of all of them. EINVAL (kernels before 5.14): as before.
-void map_code() {
+// A fork copies no page table entries of file mappings nor of the vDSO,
+// so a new monitor took a page fault at the first use of each page of its
+// code, constants and the vDSO it uses (15 a start, 10-20 us each on the
+// 2-vCPU guest of bench/RESULTS.md). The server finds those read-only
+// ranges once; each monitor maps them with one call a range. The pages
+// are the ones every monitor shares: no more memory, though each
+// monitor's PSS now counts its share of all of them. EINVAL (kernels
+// before 5.14): as before.
+struct Range {
+  uintptr_t from, to;
+};
+Range g_read_only[8];
+size_t g_read_only_count = 0;
+
+void add_read_only(uintptr_t from, uintptr_t to) {
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto from = reinterpret_cast<uintptr_t>(__executable_start) & ~(page - 1);
-  (void)::madvise(reinterpret_cast<void*>(from), reinterpret_cast<uintptr_t>(etext) - from, MADV_POPULATE_READ);
+  from &= ~(page - 1);
+  to = (to + page - 1) & ~(page - 1);
+  if (from >= to) return;
+  for (size_t i = 0; i < g_read_only_count; ++i) {
+    Range& r = g_read_only[i];
+    if (from <= r.to && to >= r.from) {  // overlaps or touches: one range
+      r.from = from < r.from ? from : r.from;
+      r.to = to > r.to ? to : r.to;
+      return;
+    }
+  }
+  if (g_read_only_count < sizeof g_read_only / sizeof g_read_only[0]) g_read_only[g_read_only_count++] = {from, to};
+}
+
+// The program only, the first object listed: the monitor is linked
+// statically, but a sanitizer's build is not, and all of its libraries'
+// pages would cost each start more than their faults.
+int note_read_only_segments(dl_phdr_info* info, size_t, void*) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && !(ph.p_flags & PF_W))
+      add_read_only(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  return 1;
+}
+
+void find_read_only() {
+  ::dl_iterate_phdr(note_read_only_segments, nullptr);
+  // The vDSO is mapped whole, as its file image: a segment's file offset is its place.
+  if (const uintptr_t vdso = ::getauxval(AT_SYSINFO_EHDR); vdso != 0) {
+    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(vdso);
+    const auto* ph = reinterpret_cast<const ElfW(Phdr)*>(vdso + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum; ++i)
+      if (ph[i].p_type == PT_LOAD) add_read_only(vdso + ph[i].p_offset, vdso + ph[i].p_offset + ph[i].p_filesz);
+  }
+  // The vDSO's data pages cannot be mapped that way, but a fork copies
+  // their entries once the server has used them (the clocks monitors read).
+  timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+}
+
+void map_read_only() {
+  for (size_t i = 0; i < g_read_only_count; ++i)
+    (void)::madvise(reinterpret_cast<void*>(g_read_only[i].from), g_read_only[i].to - g_read_only[i].from,
+                    MADV_POPULATE_READ);
 }
 
 // In the forked child: becomes the monitor of one job.
 [[noreturn]] void run_job(int job_fd, int report_fd, int go_fd) {
-  map_code();
+  map_read_only();
   // stdout is the report pipe; stdin the go socket, no longer the server's.
   if (::dup2(report_fd, 1) < 0) ::_exit(1);
   if (::dup2(go_fd, 0) < 0) {
@@ -124,6 +178,8 @@ int serve() {
   // and reads the time zone file for its first timestamp: perf trace).
   ::tzset();
   prepare_child_stack();  // the same: mapped once, inherited (monitor.hpp)
+  find_read_only();
+  (void)sup::read_oom_kill_count();  // where its line is: each monitor reads the count at its start
 
   for (;;) {
     char payload[64];

@@ -1,9 +1,12 @@
-// A new monitor has all of its program's code mapped from its start (the
-// server's map_code(): one call, not a page fault per part of the code).
+// A new monitor has its program's read-only pages (code, constants) and
+// the vDSO mapped from its start: the server maps them with one call a
+// range instead of a page fault at each page's first use (server.cpp).
 #include <sys/mman.h>
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "tests/supervisor/test_util.hpp"
 
@@ -13,37 +16,38 @@ using namespace sbxtest;
 
 using MonitorCodeTest = SupervisorTest;
 
-/// kB of the monitor's code mapping: its size and how much of it is mapped.
-struct CodeMapping {
+/// One mapping of /proc/PID/smaps: its first line, its size and how much of it is mapped (kB).
+struct Mapping {
+  std::string line, perms, path;
   long size_kb = -1;
   long rss_kb = -1;
 };
 
-CodeMapping code_of(pid_t pid) {
+std::vector<Mapping> mappings_of(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
-  CodeMapping m;
-  bool in_code = false;
+  std::vector<Mapping> all;
   for (std::string line; std::getline(in, line);) {
     std::istringstream f(line);
     std::string first;
     f >> first;
-    if (first.find('-') != std::string::npos) {  // a mapping's first line: range, perms, ..., path
-      if (in_code) break;                      // the code's fields are read
-      std::string perms;
-      f >> perms;
-      in_code = perms == "r-xp" && line.find("sbxfs-monitor") != std::string::npos;
-    } else if (in_code && first == "Size:") {
-      f >> m.size_kb;
-    } else if (in_code && first == "Rss:") {
-      f >> m.rss_kb;
+    if (first.find('-') != std::string::npos) {  // a mapping's first line: range, perms, offset, dev, inode, path
+      Mapping m;
+      m.line = line;
+      std::string offset, dev, inode;
+      f >> m.perms >> offset >> dev >> inode >> m.path;
+      all.push_back(m);
+    } else if (!all.empty() && first == "Size:") {
+      f >> all.back().size_kb;
+    } else if (!all.empty() && first == "Rss:") {
+      f >> all.back().rss_kb;
     }
   }
-  return m;
+  return all;
 }
 
-TEST_F(MonitorCodeTest, ANewMonitorHasAllItsCodeMapped) {
+TEST_F(MonitorCodeTest, ANewMonitorHasItsReadOnlyPagesMapped) {
   {
-    // MADV_POPULATE_READ came with Linux 5.14; before, the monitor faults its code in as it runs.
+    // MADV_POPULATE_READ came with Linux 5.14; before, the monitor faults its pages in as it runs.
     void* page = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(page, MAP_FAILED);
     const int rc = ::madvise(page, 4096, MADV_POPULATE_READ);
@@ -54,9 +58,15 @@ TEST_F(MonitorCodeTest, ANewMonitorHasAllItsCodeMapped) {
   SBX_ASSERT_OK(r);
   auto mon = read_json(record_dir(r->bg_id) + "/monitor.json");
   ASSERT_TRUE(mon);
-  const CodeMapping code = code_of(mon->at("monitorPid").get<pid_t>());
-  ASSERT_GT(code.size_kb, 0) << "no code mapping of sbxfs-monitor found";
-  EXPECT_EQ(code.rss_kb, code.size_kb) << "the monitor's code is mapped only where it ran";
+  int code = 0, vdso = 0;
+  for (const Mapping& m : mappings_of(mon->at("monitorPid").get<pid_t>())) {
+    const bool program = m.path.find("sbxfs-monitor") != std::string::npos;
+    if (!(program && m.perms.find('w') == std::string::npos) && m.path != "[vdso]") continue;
+    (m.path == "[vdso]" ? vdso : code) += m.perms == "r-xp";
+    EXPECT_EQ(m.rss_kb, m.size_kb) << "mapped only where the monitor used it: " << m.line;
+  }
+  EXPECT_EQ(code, 1) << "no code mapping of sbxfs-monitor found";
+  EXPECT_EQ(vdso, 1) << "no vDSO mapping found";
   SBX_ASSERT_OK(sup_->stop(r->bg_id));
   EXPECT_TRUE(wait_ended(r->bg_id, 10000ms));
 }

@@ -84,6 +84,10 @@ TEST(ProcTree, OomCounterIsReadWhereTheKernelHasIt) {
   ASSERT_GE(expected, 0) << "no oom_kill line in /proc/vmstat";
   EXPECT_GT(offset, 256u) << "the line is within the reader's first buffer: the test shows less than it should";
   EXPECT_EQ(sup::read_oom_kill_count(), expected);  // no OOM kill on a machine running tests, as a rule
+  EXPECT_EQ(sup::oom_kill_line_offset(), offset);
+  // Again, from a window around the line: the same count, the same place.
+  EXPECT_EQ(sup::read_oom_kill_count(), expected);
+  EXPECT_EQ(sup::oom_kill_line_offset(), offset);
 }
 
 }  // namespace
