@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -75,8 +76,13 @@ int write_file_atomic_at(int dirfd, const char* name, std::string_view content, 
 }
 
 int reserve_file(int dirfd, const char* name, std::size_t size) {
-  int fd = ::openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = ::openat(dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return errno;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(size)) {
+    ::close(fd);
+    return 0;
+  }
   char blank[512];
   ::memset(blank, ' ', sizeof blank);
   int err = 0;

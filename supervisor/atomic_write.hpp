@@ -26,7 +26,8 @@ int write_file_atomic_at(int dirfd, const char* name, std::string_view content, 
 /// Creates NAME filled with `size` blanks, so that a later
 /// write_file_atomic_at() whose tmp name is NAME finds its space already
 /// allocated (exit.json must be writable even when the logs filled the
-/// disk). Returns 0 or an errno.
+/// disk). A NAME of `size` bytes or more is kept as it is. Returns 0 or an
+/// errno.
 int reserve_file(int dirfd, const char* name, std::size_t size);
 
 }  // namespace sup

@@ -3,6 +3,7 @@
 // monitor and by a supervisor that found the monitor gone, and its one
 // reader. A file that does not parse is an io_error naming it, never an
 // exception.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +14,9 @@ namespace sup {
 
 /// The record's file name in a command's folder.
 inline constexpr const char* kExitFile = "exit.json";
+/// Bytes of exit.json.tmp reserved at the start, so that the end can be
+/// recorded even when the logs filled the disk (more than any exit.json).
+inline constexpr std::size_t kExitFileReserve = 1024;
 
 struct ExitInfo {
   std::optional<int> exit_code;   ///< -1 in the file when a signal ended the root

@@ -7,14 +7,16 @@
 
 #include <cerrno>
 
+#include "supervisor/files.hpp"
+
 namespace sup {
 
-SpareFolders::SpareFolders(std::string dir, unsigned keep, Later later)
-    : dir_(std::move(dir)), keep_(keep), later_(std::move(later)) {}
+SpareFolders::SpareFolders(std::string dir, unsigned keep, Later later, Prepare prepare)
+    : dir_(std::move(dir)), keep_(keep), later_(std::move(later)), prepare_(std::move(prepare)) {}
 
 SpareFolders::~SpareFolders() {
   std::lock_guard g(mu_);
-  for (const std::string& p : ready_) ::rmdir(p.c_str());
+  for (const std::string& p : ready_) remove_tree(p);
 }
 
 int SpareFolders::make(const std::string& path) {
@@ -30,9 +32,28 @@ int SpareFolders::make(const std::string& path) {
   // would replace an empty folder). On any failure (a spare removed behind
   // our back, say) the mkdir below says what is wrong, if anything is.
   if (!spare.empty() && ::renameat2(AT_FDCWD, spare.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return 0;
-  if (!spare.empty()) ::rmdir(spare.c_str());
-  return ::mkdir(path.c_str(), 0700) == 0 ? 0 : errno;
+  if (!spare.empty()) remove_tree(spare);
+  return make_empty(path);
 }
+
+int SpareFolders::make_empty(const std::string& path) { return ::mkdir(path.c_str(), 0700) == 0 ? 0 : errno; }
+
+namespace {
+
+// Makes `p` and fills it; 0 or an errno (then nothing of it is left).
+int make_spare(const std::string& p, const SpareFolders::Prepare& prepare) {
+  if (::mkdir(p.c_str(), 0700) != 0) return errno;
+  if (!prepare) return 0;
+  int e = 0;
+  const int dirfd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) e = errno;
+  else e = prepare(dirfd);
+  if (dirfd >= 0) ::close(dirfd);
+  if (e != 0) remove_tree(p);
+  return e;
+}
+
+}  // namespace
 
 void SpareFolders::refill() {
   std::unique_lock g(mu_);
@@ -45,7 +66,7 @@ void SpareFolders::refill() {
   for (unsigned tries = 0; ready_.size() < keep_ && tries < 2 * keep_; ++tries) {
     const std::string p = dir_ + "/spare-" + std::to_string(next_++);
     g.unlock();
-    const int e = ::mkdir(p.c_str(), 0700) == 0 ? 0 : errno;
+    const int e = make_spare(p, prepare_);
     g.lock();
     if (e == 0) ready_.push_back(p);
     else if (e != EEXIST) break;

@@ -17,6 +17,7 @@
 #include "supervisor/monitor_ctl.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/slot_record.hpp"
+#include "supervisor/start_folder.hpp"
 #include "supervisor/supervisor_impl.hpp"
 
 namespace sup {
@@ -69,10 +70,14 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   impl->work = std::make_unique<WorkPool>(std::max(1u, std::thread::hardware_concurrency() / 2));
   // Enough for the starts of a few writers at once; the spares taken are
   // made again 50 ms later, on the work pool (spare_folders.hpp).
-  impl->spares = std::make_unique<SpareFolders>(impl->staging_dir, 8, [ip = impl.get()](std::function<void()> t) {
-    ip->loop->add_timer(EventLoop::Clock::now() + std::chrono::milliseconds(50),
-                        [ip, t = std::move(t)] { ip->work->post(t); });
-  });
+  // Each holds the files a start creates in its folder (start_folder.hpp).
+  impl->spares = std::make_unique<SpareFolders>(
+      impl->staging_dir, 8,
+      [ip = impl.get()](std::function<void()> t) {
+        ip->loop->add_timer(EventLoop::Clock::now() + std::chrono::milliseconds(50),
+                            [ip, t = std::move(t)] { ip->work->post(t); });
+      },
+      prepare_start_folder);
   Impl* p = impl.get();
   impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
   // How new commands are tracked, decided once; a hierarchy given by name must work.
@@ -100,7 +105,7 @@ Result<CommandStatus> Supervisor::create_slot(const std::string& name, uid_t own
   std::string tmp = I.start_dir(name);
   remove_tree(tmp);
   Status st = Ok{};
-  if (const int e = I.spares->make(tmp)) {
+  if (const int e = I.spares->make_empty(tmp)) {  // a slot's folder holds its slot file only
     st = error_from_errno(e, "mkdir " + tmp);
   } else {
     st = write_file_atomic(tmp + "/" + kSlotFile, format_slot(SlotOwner{owner_uid, owner_sid}));

@@ -264,9 +264,13 @@ bool parse_args(int argc, char** argv, Args* a) {
 }
 
 // A FIFO in the record folder, replacing one left by an earlier run.
+// A FIFO found there is kept: the supervisor makes ctl ahead in the folders
+// it keeps for starts (supervisor/start_folder.hpp). Anything else is replaced.
 void make_fifo(int dirfd, const char* name) {
   if (::mkfifoat(dirfd, name, 0600) == 0) return;
   int e = errno;
+  struct stat st;
+  if (e == EEXIST && ::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISFIFO(st.st_mode)) return;
   if (e != EEXIST || ::unlinkat(dirfd, name, 0) != 0 || ::mkfifoat(dirfd, name, 0600) != 0)
     fail(e, errmsg((std::string("cannot create ") + name).c_str(), e));
 }
@@ -622,9 +626,10 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   ::dup2(devnull, 1);  // the launcher's read now sees EOF
   // After the report, off the start's path (a file created is 15-200 us on
   // ext4, bench/RESULTS.md): the log, so that output at the end (a last
-  // line, then exit) does not pay for it; and the space exit.json needs.
+  // line, then exit) does not pay for it; and the space exit.json needs
+  // (made ahead with the folder, as a rule: supervisor/start_folder.hpp).
   (void)relay.open_log();  // else tried again at the first output
-  if (int e = sup::reserve_file(dirfd, (std::string(sup::kExitFile) + ".tmp").c_str(), 1024))
+  if (int e = sup::reserve_file(dirfd, (std::string(sup::kExitFile) + ".tmp").c_str(), sup::kExitFileReserve))
     diag("cannot reserve space for exit.json: %s", ::strerror(e));
   if (::chdir("/") != 0) {
     // Only to not pin the command's cwd; harmless if it fails.

@@ -1,6 +1,7 @@
 // supervisor/spare_folders: folders made ahead, renamed into place.
 #include "supervisor/spare_folders.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,9 +116,50 @@ TEST_F(SpareFoldersTest, ANameTakenAlreadyIsPassedBy) {
   EXPECT_EQ(spares_on_disk().size(), 3u);
 }
 
+/// A prepare step that leaves a file and a FIFO in each spare.
+int file_and_fifo(int dirfd) {
+  const int fd = ::openat(dirfd, "made", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  ::close(fd);
+  return ::mkfifoat(dirfd, "fifo", 0600) == 0 ? 0 : errno;
+}
+
+TEST_F(SpareFoldersTest, ASpareHoldsWhatPrepareMadeInIt) {
+  SpareFolders sf(dir_, 2, keep_tasks(), file_and_fifo);
+  refill(sf);
+  ASSERT_EQ(sf.ready(), 2u);
+  const std::string a = dir_ + "/new-a~1";
+  ASSERT_EQ(sf.make(a), 0);
+  EXPECT_TRUE(fs::is_regular_file(a + "/made"));
+  EXPECT_TRUE(fs::is_fifo(a + "/fifo"));
+  EXPECT_EQ(mode_of(a), 0700u);
+  EXPECT_EQ(sf.ready(), 1u);
+}
+
+TEST_F(SpareFoldersTest, AnEmptyFolderIsMadeWithoutTakingASpare) {
+  SpareFolders sf(dir_, 2, keep_tasks(), file_and_fifo);
+  refill(sf);
+  const std::string a = dir_ + "/new-slot";
+  ASSERT_EQ(sf.make_empty(a), 0);
+  EXPECT_TRUE(fs::is_empty(a));
+  EXPECT_EQ(mode_of(a), 0700u);
+  EXPECT_EQ(sf.ready(), 2u);
+  EXPECT_EQ(sf.make_empty(a), EEXIST);
+}
+
+TEST_F(SpareFoldersTest, ASpareThatCannotBePreparedIsNotKept) {
+  SpareFolders sf(dir_, 2, keep_tasks(), [](int) { return EIO; });
+  refill(sf);
+  EXPECT_EQ(sf.ready(), 0u);
+  EXPECT_TRUE(spares_on_disk().empty()) << "a half-made spare is removed";
+  const std::string a = dir_ + "/new-a~1";
+  ASSERT_EQ(sf.make(a), 0) << "the start makes its own folder meanwhile";
+  EXPECT_TRUE(fs::is_empty(a));
+}
+
 TEST_F(SpareFoldersTest, TheSparesGoWithIt) {
   {
-    SpareFolders sf(dir_, 4, keep_tasks());
+    SpareFolders sf(dir_, 4, keep_tasks(), file_and_fifo);
     refill(sf);
     ASSERT_EQ(spares_on_disk().size(), 4u);
     ASSERT_EQ(sf.make(dir_ + "/new-kept~1"), 0);
