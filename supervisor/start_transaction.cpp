@@ -372,11 +372,19 @@ void Supervisor::Impl::start_commit(std::uint64_t token) {
     // Queued before the monitor's pidfd is watched, so it is told first.
     emit(Event::Kind::started, id);
     if (s->spec.ready) loop->post([this, id] { start_probe(id); });
-    watch_running(it->second);
     out = snapshot(it->second);
   }
   cpu.forget(id);
   s->done(std::move(out));
+  // The end's watches after the answer, not on its way: this thread sees no
+  // event of the command before they are made, and they look once for an
+  // end that came first (watch_running).
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it != records.end() && is_running(it->second.state) && it->second.dir_wd < 0 && !it->second.pidfd)
+      watch_running(it->second);
+  }
   spares->refill_later();  // the folder it took
 }
 
