@@ -210,8 +210,10 @@ long long read_oom_kill_count() {
     } while (n < 0 && errno == EINTR);
     if (n > 0) {
       if (const char* line = find_oom_line(buf, static_cast<std::size_t>(n), &found)) {
-        g_oom_line_at.store(static_cast<std::size_t>(from) + static_cast<std::size_t>(line - buf),
-                            std::memory_order_relaxed);
+        // Stored only when it moved: the page it is on stays the server's,
+        // shared, in every monitor forked from it (4 kB each otherwise).
+        const std::size_t at = static_cast<std::size_t>(from) + static_cast<std::size_t>(line - buf);
+        if (at != hint) g_oom_line_at.store(at, std::memory_order_relaxed);
         ::close(fd);
         return found;
       }
