@@ -263,9 +263,9 @@ bool parse_args(int argc, char** argv, Args* a) {
   return true;
 }
 
-// A FIFO in the record folder, replacing one left by an earlier run.
-// A FIFO found there is kept: the supervisor makes ctl ahead in the folders
-// it keeps for starts (supervisor/start_folder.hpp). Anything else is replaced.
+// A FIFO in the record folder. One found there is kept (the supervisor
+// makes ctl ahead in the folders it keeps for starts:
+// supervisor/start_folder.hpp); anything else of that name is replaced.
 void make_fifo(int dirfd, const char* name) {
   if (::mkfifoat(dirfd, name, 0600) == 0) return;
   int e = errno;
