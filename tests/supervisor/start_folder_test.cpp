@@ -50,20 +50,27 @@ TEST(StartFolder, HoldsTheFilesAStartWrites) {
 }
 
 TEST_F(StartFolderTest, AStartWritesIntoTheFilesOfTheSpareItTook) {
-  // The spares are made on the work pool a little after the supervisor opened.
+  // The spares are made on the work pool a little after the supervisor
+  // opened, one after another, each handed out only once it is whole: with
+  // two whole ones on disk, the first is ready to be taken.
   const std::string staging = state_dir() + "/staging";
-  std::map<std::string, std::set<ino_t>> made;  // file name in a spare: the inodes of all spares' ones
+  std::map<std::string, std::set<ino_t>> made;  // file name in a spare: the inodes of all whole spares' ones
   ASSERT_TRUE(wait_until(
       [&] {
         made.clear();
+        std::size_t whole = 0;
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(staging, ec)) {
           if (e.path().filename().string().rfind("spare-", 0) != 0) continue;
-          if (!file_exists(e.path().string() + "/exit.json.tmp")) return false;  // one still being filled
+          struct stat st {};
+          const std::string exit_tmp = e.path().string() + "/exit.json.tmp";
+          if (::stat(exit_tmp.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) < sup::kExitFileReserve)
+            continue;  // still being filled
+          ++whole;
           for (const char* name : {"spec.json.tmp", "monitor.json.tmp", "ctl", "exit.json.tmp"})
             made[name].insert(inode_of(e.path().string() + "/" + name));
         }
-        return !made.empty();
+        return whole >= 2;
       },
       5000ms));
 
