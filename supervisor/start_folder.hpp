@@ -12,6 +12,9 @@
 
 namespace sup {
 
+/// Spare folders kept ready: enough for the starts of a few writers at once.
+inline constexpr unsigned kStartFolderSpares = 8;
+
 /// Fills the new, empty folder `dirfd`; 0 or an errno.
 int prepare_start_folder(int dirfd);
 

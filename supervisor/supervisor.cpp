@@ -68,11 +68,11 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   }
   // One thread leaves a core to the event thread on a small machine.
   impl->work = std::make_unique<WorkPool>(std::max(1u, std::thread::hardware_concurrency() / 2));
-  // Enough for the starts of a few writers at once; the spares taken are
-  // made again 50 ms later, on the work pool (spare_folders.hpp).
-  // Each holds the files a start creates in its folder (start_folder.hpp).
+  // The spares taken are made again 50 ms later, on the work pool
+  // (spare_folders.hpp); each holds the files a start creates in its
+  // folder (start_folder.hpp).
   impl->spares = std::make_unique<SpareFolders>(
-      impl->staging_dir, 8,
+      impl->staging_dir, kStartFolderSpares,
       [ip = impl.get()](std::function<void()> t) {
         ip->loop->add_timer(EventLoop::Clock::now() + std::chrono::milliseconds(50),
                             [ip, t = std::move(t)] { ip->work->post(t); });

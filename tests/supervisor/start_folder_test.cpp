@@ -51,8 +51,9 @@ TEST(StartFolder, HoldsTheFilesAStartWrites) {
 
 TEST_F(StartFolderTest, AStartWritesIntoTheFilesOfTheSpareItTook) {
   // The spares are made on the work pool a little after the supervisor
-  // opened, one after another, each handed out only once it is whole: with
-  // two whole ones on disk, the first is ready to be taken.
+  // opened, one after another, each handed out once it is whole. With all
+  // of them whole on disk no more are made, and the one a start takes (the
+  // last handed out) is among them.
   const std::string staging = state_dir() + "/staging";
   std::map<std::string, std::set<ino_t>> made;  // file name in a spare: the inodes of all whole spares' ones
   ASSERT_TRUE(wait_until(
@@ -70,7 +71,7 @@ TEST_F(StartFolderTest, AStartWritesIntoTheFilesOfTheSpareItTook) {
           for (const char* name : {"spec.json.tmp", "monitor.json.tmp", "ctl", "exit.json.tmp"})
             made[name].insert(inode_of(e.path().string() + "/" + name));
         }
-        return whole >= 2;
+        return whole >= sup::kStartFolderSpares;
       },
       5000ms));
 
