@@ -78,6 +78,9 @@ Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
 }
 
 void Filesystem::complete_steps(const std::string& id) {
+  // Every end comes here, on the event thread; few commands have steps, and
+  // a status is 35 us of it (perf of 200 round trips).
+  if (!box_steps_->has_open(id)) return;
   const std::optional<sup::CommandStatus> st = sup_.status(id, sup::CpuFigure::skip);
   if (!st) return box_steps_->drop_open(id);
   if (!st->over()) return;

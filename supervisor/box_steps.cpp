@@ -232,6 +232,11 @@ std::vector<std::string> BoxSteps::open_ids() const {
   return out;
 }
 
+bool BoxSteps::has_open(const std::string& bg_id) const {
+  std::lock_guard g(mu_);
+  return open_.count(bg_id) != 0;
+}
+
 void BoxSteps::drop_open(const std::string& bg_id) {
   std::lock_guard g(mu_);
   open_.erase(bg_id);

@@ -71,6 +71,9 @@ class BoxSteps {
   /// The bgIds with steps waiting for their command's end (after open():
   /// those of the last two days), for a caller that knows which have ended.
   std::vector<std::string> open_ids() const;
+  /// Whether `bg_id` has steps waiting for its end (most commands have
+  /// none: the caller looks here before it fetches the command's status).
+  bool has_open(const std::string& bg_id) const;
   /// Forgets the open steps of `bg_id` (its record is gone, or a new run of
   /// the slot begins): they stay as they are.
   void drop_open(const std::string& bg_id);

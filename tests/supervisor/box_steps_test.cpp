@@ -83,7 +83,11 @@ TEST_F(BoxStepsTest, ACompletionFillsTheStepAndSurvivesAReopen) {
 TEST_F(BoxStepsTest, AnOpenStepIsCompletedByTheNextProcess) {
   { open()->add(step("start", "b"), true); }
   auto b = open();
+  EXPECT_TRUE(b->has_open("b"));
+  b->add(step("signal", "c"));
+  EXPECT_FALSE(b->has_open("c")) << "a step not open until the end";
   b->complete_ended("b", 0, "", false, sup::now_ms());
+  EXPECT_FALSE(b->has_open("b"));
   EXPECT_EQ(b->all()[0]["ok"], true);
   EXPECT_EQ(b->all()[0]["exitCode"], 0);
   EXPECT_EQ(b->latest()[0]["exitCode"], 0);
