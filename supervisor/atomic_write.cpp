@@ -40,8 +40,10 @@ int open_parent(int dirfd, const char* name) {
 // The names are on the heap, not in PATH_MAX arrays: every monitor writes
 // its records with this, and each 4 KiB of stack frame is a page more of
 // its own (bench/RESULTS.md, the monitor's memory).
+std::string atomic_tmp_name(std::string_view name) { return std::string(name) + ".tmp"; }
+
 int write_file_atomic_at(int dirfd, const char* name, std::string_view content, bool sync, const char** failed) {
-  const std::string tmp = std::string(name) + ".tmp";
+  const std::string tmp = atomic_tmp_name(name);
   const char* step = "create";
   int fd = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {

@@ -7,12 +7,16 @@
 // every command is gone anyway and the loader tolerates a torn file; it cost
 // 1-6 ms per write on ext4.
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace sup {
 
 /// Writes all of buf (retries short writes and EINTR). Returns 0 or an errno.
 int write_all(int fd, const void* buf, std::size_t len);
+
+/// NAME.tmp: where write_file_atomic_at() writes NAME first.
+std::string atomic_tmp_name(std::string_view name);
 
 /// Writes `content` to `name` (relative to `dirfd`, or AT_FDCWD) through
 /// `name`.tmp and a rename; with `sync`, fsyncs the file and its folder.

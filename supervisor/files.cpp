@@ -17,7 +17,7 @@ namespace sup {
 Status write_file_atomic(const std::string& path, const std::string& content, bool sync) {
   const char* step = "";
   if (int e = write_file_atomic_at(AT_FDCWD, path.c_str(), content, sync, &step))
-    return error_from_errno(e, std::string(step) + " " + path + ".tmp");
+    return error_from_errno(e, std::string(step) + " " + atomic_tmp_name(path));
   return Ok{};
 }
 

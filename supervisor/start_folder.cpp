@@ -15,13 +15,13 @@
 namespace sup {
 
 int prepare_start_folder(int dirfd) {
-  for (const std::string& name : {std::string("spec.json.tmp"), std::string(kMonitorFile) + ".tmp"}) {
+  for (const std::string& name : {atomic_tmp_name("spec.json"), atomic_tmp_name(kMonitorFile)}) {
     const int fd = ::openat(dirfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return errno;
     ::close(fd);
   }
   if (::mkfifoat(dirfd, kCtlFile, 0600) != 0) return errno;
-  return reserve_file(dirfd, (std::string(kExitFile) + ".tmp").c_str(), kExitFileReserve);
+  return reserve_file(dirfd, atomic_tmp_name(kExitFile).c_str(), kExitFileReserve);
 }
 
 }  // namespace sup

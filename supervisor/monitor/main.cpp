@@ -126,7 +126,7 @@ std::string one_line(const std::string& in, size_t max = 1024) {
   diag("%s", one_line(message).c_str());
   if (g_ctl_created && g_dirfd >= 0) {
     ::unlinkat(g_dirfd, sup::kCtlFile, 0);
-    ::unlinkat(g_dirfd, (std::string(sup::kExitFile) + ".tmp").c_str(), 0);
+    ::unlinkat(g_dirfd, sup::atomic_tmp_name(sup::kExitFile).c_str(), 0);
   }
   ::_exit(1);
 }
@@ -629,7 +629,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   // line, then exit) does not pay for it; and the space exit.json needs
   // (made ahead with the folder, as a rule: supervisor/start_folder.hpp).
   (void)relay.open_log();  // else tried again at the first output
-  if (int e = sup::reserve_file(dirfd, (std::string(sup::kExitFile) + ".tmp").c_str(), sup::kExitFileReserve))
+  if (int e = sup::reserve_file(dirfd, sup::atomic_tmp_name(sup::kExitFile).c_str(), sup::kExitFileReserve))
     diag("cannot reserve space for exit.json: %s", ::strerror(e));
   if (::chdir("/") != 0) {
     // Only to not pin the command's cwd; harmless if it fails.
