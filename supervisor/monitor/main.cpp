@@ -353,17 +353,22 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* start)
 }
 
 // Starts a run: fresh stdout/stderr pipes (read ends, non-blocking, in
-// m.out/m.err), fd 0 from stdin_src; with a cgroup (m.cg) the child is born
-// in it, or else joins it by cgroup.procs first, which reports the cgroup's
-// error. Then it execs.
+// m.out/m.err), fd 0 from stdin_src; with a cgroup (m.cg) the first run's
+// child is born in it, or else joins it by cgroup.procs first, which
+// reports the cgroup's error. Then it execs.
+// A later run (a restart) always joins: once a cgroup was killed through
+// cgroup.kill (a run's timeout or stop, or anyone's write), the kernel
+// kills every child born into it by clone3 (6.18 here: the fork compares
+// the parent cgroup's kill count with the target's), while a process that
+// joins it, and what it forks there, live.
 // The child shares the monitor's memory until its exec (clone_sharing_memory:
 // a fork's copy cost ~1 ms a start here), so `start` (the caller's, on the
 // monitor's stack: no page of its own to dirty) must stay until then.
 // Returns the child (-1: errno set, nothing started) and the read end of its
 // exec status pipe in *status_r; exec_outcome() must be called before the
 // next run.
-pid_t fork_run(const Args& args, Monitor& m, ChildStart& start, int go_fd, int stdin_src, const char* cwd,
-               int* status_r) {
+pid_t fork_run(const Args& args, Monitor& m, ChildStart& start, bool first_run, int go_fd, int stdin_src,
+               const char* cwd, int* status_r) {
   int outp[2] = {-1, -1}, errp[2] = {-1, -1}, statp[2] = {-1, -1};
   pid_t root = -1;
   int cgroup_dir = -1, cgroup_procs = -1;
@@ -372,9 +377,11 @@ pid_t fork_run(const Args& args, Monitor& m, ChildStart& start, int go_fd, int s
     if (m.cg.empty()) {
       root = clone_sharing_memory(child_main, &start);
     } else {
-      // Born in the cgroup; where that fails (no child was made), the child
-      // joins by cgroup.procs, as before clone3, and reports the cgroup's error.
-      if ((cgroup_dir = m.cg.open_dir()) >= 0) root = clone_sharing_memory(child_main, &start, cgroup_dir);
+      // Born in the cgroup; where that fails (no child was made), or for a
+      // later run, the child joins by cgroup.procs, as before clone3, and
+      // reports the cgroup's error.
+      if (first_run && (cgroup_dir = m.cg.open_dir()) >= 0)
+        root = clone_sharing_memory(child_main, &start, cgroup_dir);
       if (root < 0 && (cgroup_procs = m.cg.open_procs()) >= 0) {
         start.cgroup_procs = cgroup_procs;
         root = clone_sharing_memory(child_main, &start);
@@ -546,7 +553,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   // Forked by the server, stdin is the go socket (server.cpp).
   const int go_fd = detach ? -1 : 0;
   int status_r = -1;
-  pid_t root = fork_run(args, m, child_start, go_fd, stdin_r >= 0 ? stdin_r : devnull, nullptr, &status_r);
+  pid_t root = fork_run(args, m, child_start, true, go_fd, stdin_r >= 0 ? stdin_r : devnull, nullptr, &status_r);
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
   if (stdin_r >= 0) ::close(stdin_r);  // the command's alone
   if (go_fd >= 0) ::dup2(devnull, go_fd);  // the command alone holds it now
@@ -609,7 +616,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
       // Each run reads the same input, from a read end of its own.
       const int in = args.stdin_pipe ? open_stdin_for_run(dirfd) : -1;
       int status = -1;
-      *pid = fork_run(args, m, child_start, -1, in >= 0 ? in : devnull, cwd.empty() ? nullptr : cwd.c_str(), &status);
+      *pid = fork_run(args, m, child_start, false, -1, in >= 0 ? in : devnull, cwd.empty() ? nullptr : cwd.c_str(), &status);
       if (in >= 0) ::close(in);
       if (*pid < 0) {
         e = errno;

@@ -206,6 +206,27 @@ TEST_P(RestartPolicyTest, AlwaysRestartedAfterAKillWhileTheDaemonIsDown) {
   EXPECT_EQ(after["restarts"], 2);
 }
 
+TEST_P(RestartPolicyTest, EachRunKilledAfterItsTimeoutIsRunAgainAndTimedOut) {
+  // TERM is ignored, so each run's timeout ends in the kill after the grace
+  // (cgroup.kill with cgroup tracking): the next run must still start and
+  // run, and its end is its timeout's, as the first one's is.
+  const std::string id = record({{"cmd", "trap '' TERM; echo $$ >> \"$RUNS\"; sleep 30"},
+                                 {"env", {{"RUNS", runs_file()}}},
+                                 {"restart", "always"},
+                                 {"restartDelaySec", 0.1},
+                                 {"maxRestarts", 2},
+                                 {"timeoutSec", 0.5},
+                                 {"stopGraceSec", 0.2}});
+  ASSERT_FALSE(id.empty());
+  const json w = wait_json(id, 30)["proc"];
+  EXPECT_EQ(lines_of(runs_file()).size(), 3u) << "every run ran its command: " << log(id);
+  EXPECT_EQ(w["restarts"], 2);
+  EXPECT_EQ(w["endReason"], "timedOut") << w.dump();
+  EXPECT_EQ(w["timedOut"], true);
+  EXPECT_EQ(w["signal"], "SIGKILL");
+  EXPECT_EQ(count_of(log(id), "[sbxfs: timedOut (SIGKILL); restart "), 2u) << log(id);
+}
+
 TEST_P(RestartPolicyTest, ARunThatCannotStartIsAFailedRun) {
   // The first run makes its working directory unusable for the next ones.
   const std::string cwd = dir_ + "/work";
