@@ -160,15 +160,16 @@ TEST_F(CgroupTest, AProcessThatLeftEverythingBehindIsAMemberAndIsStopped) {
 
 TEST_F(CgroupTest, RunningUntilTheLastMemberEnds) {
   // The root exits at once; a member that left its session and closed its
-  // output lives on for a second and a half: the record runs until it ends.
+  // output lives on until the test ends it: the record runs until then.
   pid_t late = 0;
-  std::string id = start_escapee(2, 0, &late);
+  std::string id = start_escapee(60, 0, &late);
   ASSERT_FALSE(id.empty());
   json s = status_json(id);
   const pid_t root = s["pid"];
   ASSERT_TRUE(wait_until([&] { return !pid_alive(root); }, 5s));
   EXPECT_TRUE(pid_alive(late));
   EXPECT_EQ(status_json(id)["running"], true) << "a member is left";
+  ASSERT_EQ(::kill(late, SIGTERM), 0);
   wait_json(id, 10);  // returns on the event
   EXPECT_FALSE(pid_alive(late));
   s = status_json(id);
@@ -385,11 +386,12 @@ TEST_F(ProcTreeTest, ASetsidDoubleForkIsStoppedWhileItsMonitorLives) {
 
 TEST_F(ProcTreeTest, RunningUntilTheLastProcessEnds) {
   pid_t late = 0;
-  std::string id = start_escapee(2, 0, &late);
+  std::string id = start_escapee(60, 0, &late);
   ASSERT_FALSE(id.empty());
   const pid_t root = status_json(id)["pid"];
   ASSERT_TRUE(wait_until([&] { return !pid_alive(root); }, 5s));
   EXPECT_EQ(status_json(id)["running"], true);
+  ASSERT_EQ(::kill(late, SIGTERM), 0);
   wait_json(id, 10);
   EXPECT_FALSE(pid_alive(late));
   EXPECT_EQ(status_json(id)["exitCode"], 0);

@@ -63,27 +63,31 @@ TEST_F(ConcurrencyTest, HundredBlockedWaitsWhileEverythingElseStaysFast) {
       5s);
   EXPECT_EQ(count_in_group(group, "cat"), 100) << "some wait readers returned early";
 
+  // A worker held by each parked wait would hold these until the stop below;
+  // answered, they take milliseconds (the bound leaves room for a loaded
+  // machine).
+  constexpr double kAnswered = 5.0;
   double t = seconds_to([&] {
     auto r = read_file(p("status.json"));
     EXPECT_EQ(r.err, 0);
     EXPECT_TRUE(parse_json(r.data).is_object());
   });
-  EXPECT_LT(t, 1.0) << "status.json took " << t << " s with 100 parked waits";
+  EXPECT_LT(t, kAnswered) << "status.json took " << t << " s with 100 parked waits";
   t = seconds_to([&] { EXPECT_EQ(status_json(id)["running"], true); });
-  EXPECT_LT(t, 1.0);
+  EXPECT_LT(t, kAnswered);
   t = seconds_to([&] { EXPECT_FALSE(procs().empty()); });
-  EXPECT_LT(t, 1.0);
+  EXPECT_LT(t, kAnswered);
   t = seconds_to([&] {
     auto r = run("cat \"$MNT/status.json\" > /dev/null", 10);
     EXPECT_EQ(r.code, 0);
   });
-  EXPECT_LT(t, 1.0) << "cat status.json";
+  EXPECT_LT(t, kAnswered) << "cat status.json";
   std::string other;
   t = seconds_to([&] { other = start("echo other"); });
-  EXPECT_LT(t, 1.0) << "starting a command";
+  EXPECT_LT(t, kAnswered) << "starting a command";
   EXPECT_FALSE(other.empty());
   t = seconds_to([&] { EXPECT_EQ(wait_json(other)["proc"]["exitCode"], 0); });
-  EXPECT_LT(t, 1.0) << "a wait on an ended command";
+  EXPECT_LT(t, kAnswered) << "a wait on an ended command";
 
   auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}});
   EXPECT_EQ(r.code, 0) << r.err;

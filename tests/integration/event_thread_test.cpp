@@ -1,10 +1,15 @@
 // The supervisor's event thread only dispatches: big answers (procs/ID/output)
 // are built elsewhere, so a waiter whose command ends with many of them is
 // answered first, and every answer is whole.
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <thread>
 
+#include "../../supervisor/unique_fd.hpp"
 #include "sbxfs_fixture.hpp"
 
 namespace sbxit {
@@ -15,35 +20,52 @@ using EventThreadTest = SbxfsTest;
 TEST_F(EventThreadTest, AWaiterIsAnsweredBeforeManyBigOutputAnswersBuiltAtTheSameMoment) {
   constexpr int kBig = 20;
   constexpr int kBytes = 512 * 1024;
-  // Every command ends at one wall-clock moment, late enough for all starts
-  // and reads to be issued first; the waiter's a little after the others.
-  const double end_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() + 4;
-  auto until = [](double t) {
-    return python_path() + " -c 'import time; time.sleep(max(0, " + std::to_string(t) + " - time.time()))'";
-  };
+  // Every command ends when the test lets go of its lock on `gate`, once
+  // all reads are blocked in the daemon; the waiter's a little after.
+  const std::string gate = dir_ + "/gate";
+  const sup::UniqueFd gate_fd(::open(gate.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644));
+  ASSERT_TRUE(gate_fd);
+  ASSERT_EQ(::flock(gate_fd.get(), LOCK_EX), 0);
+  const std::string until_gate = "flock -s '" + gate + "' true";
   std::vector<std::string> big;
   for (int i = 0; i < kBig; ++i) {
-    big.push_back(start("head -c " + std::to_string(kBytes) + " /dev/zero | tr '\\000' a; " + until(end_at)));
+    big.push_back(start("head -c " + std::to_string(kBytes) + " /dev/zero | tr '\\000' a; " + until_gate));
     ASSERT_FALSE(big.back().empty());
   }
-  const std::string waiter = start(until(end_at + 0.03));
+  const std::string waiter = start(until_gate + "; " + python_path() + " -c 'import time; time.sleep(0.03)'");
   ASSERT_FALSE(waiter.empty());
 
   std::atomic<int> whole{0};
   std::vector<Clock::time_point> done(kBig);
+  std::vector<std::atomic<pid_t>> tids(kBig + 1);
   std::vector<std::thread> readers;
   for (int i = 0; i < kBig; ++i)
     readers.emplace_back([&, i] {
+      tids[i] = static_cast<pid_t>(::syscall(SYS_gettid));
       const FileResult r = read_file(p("procs/" + big[i] + "/output"));
       done[i] = Clock::now();
       const json j = parse_json(r.data);
       if (r.err == 0 && j.is_object() && j["stdout"] == std::string(kBytes, 'a') && j["exitCode"] == 0) ++whole;
     });
-  const FileResult w = read_file(p("procs/" + waiter + "/wait"));
-  const Clock::time_point waiter_done = Clock::now();
-  const double late = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
-                      (end_at + 0.03);
+  FileResult w;
+  Clock::time_point waiter_done;
+  readers.emplace_back([&] {
+    tids[kBig] = static_cast<pid_t>(::syscall(SYS_gettid));
+    w = read_file(p("procs/" + waiter + "/wait"));
+    waiter_done = Clock::now();
+  });
+  auto all_blocked = [&] {
+    for (const std::atomic<pid_t>& tid : tids) {
+      const FileResult r = read_file("/proc/self/task/" + std::to_string(tid.load()) + "/syscall");
+      if (tid.load() == 0 || r.err != 0 || r.data.rfind(std::to_string(SYS_read) + " ", 0) != 0) return false;
+    }
+    return true;
+  };
+  const bool blocked = wait_until(all_blocked, 20s);
+  const Clock::time_point released = Clock::now();
+  ASSERT_EQ(::flock(gate_fd.get(), LOCK_UN), 0);
   for (std::thread& t : readers) t.join();
+  ASSERT_TRUE(blocked) << "the reads did not all reach the daemon";
 
   ASSERT_EQ(w.err, 0);
   EXPECT_EQ(parse_json(w.data)["stillRunning"], false) << w.data;
@@ -51,8 +73,9 @@ TEST_F(EventThreadTest, AWaiterIsAnsweredBeforeManyBigOutputAnswersBuiltAtTheSam
   // Built on the event thread, every big answer would come before the
   // waiter's (its command ended last); built elsewhere, most come after.
   const auto before = std::count_if(done.begin(), done.end(), [&](Clock::time_point t) { return t < waiter_done; });
-  EXPECT_LT(before, kBig / 2) << "the waiter was answered " << late << " s after its command ended, after " << before
-                              << " of the " << kBig << " big answers";
+  EXPECT_LT(before, kBig / 2) << "the waiter was answered "
+                              << std::chrono::duration<double>(waiter_done - released).count()
+                              << " s after the gate opened, after " << before << " of the " << kBig << " big answers";
 }
 
 }  // namespace

@@ -14,8 +14,11 @@ namespace {
 using FilesTest = SbxfsTest;
 
 TEST_F(FilesTest, LogStdoutStderrSeparation) {
-  // Pauses between the lines so the interleaving order is well defined.
-  std::string id = start("echo out1; sleep 0.1; echo err1 >&2; sleep 0.1; echo out2; sleep 0.1; echo err2 >&2");
+  // Each line waits until the one before is in the log, so the interleaving
+  // order is well defined (a pause could be too short on a loaded machine).
+  std::string id = start(
+      "L=\"$SBX_MOUNT/procs/$SBX_BGID/log\"; at() { while [ $(wc -c < \"$L\") -lt $1 ]; do sleep 0.01; done; }; "
+      "echo out1; at 5; echo err1 >&2; at 10; echo out2; at 15; echo err2 >&2");
   ASSERT_FALSE(id.empty());
   wait_json(id);
   EXPECT_EQ(file("procs/" + id + "/stdout"), "out1\nout2\n");

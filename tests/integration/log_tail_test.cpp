@@ -167,11 +167,12 @@ TEST_F(LogTail, NumberedLinesWellPastTheCap) {
 
 TEST_F(LogTail, TwoStreamsEachKeepTheirOwnHeadAndTail) {
   // The head is the log's first half of log_max, whichever stream wrote it:
-  // a pause after the first line of each lets the monitor take both in
-  // before the loop (on a loaded machine it may else read 32 KiB of stdout
-  // first, and stderr then begins with the marker, rightly).
+  // the loop waits until the monitor took the first line of each in (it
+  // might else read 32 KiB of stdout first, and stderr would then begin
+  // with the marker, rightly).
   const std::string id = start(
-      "echo 'out 0'; echo 'err 0' >&2; sleep 0.3; "
+      "echo 'out 0'; echo 'err 0' >&2; "
+      "while [ $(wc -c < \"$SBX_MOUNT/procs/$SBX_BGID/log\") -lt 12 ]; do sleep 0.01; done; "
       "i=1; while [ $i -lt 8000 ]; do echo \"out $i\"; echo \"err $i\" >&2; i=$((i+1)); done");
   ASSERT_FALSE(id.empty());
   const json w = wait_json(id, 60);

@@ -44,7 +44,7 @@ TEST_F(RestartTest, KillNineThenRestart) {
   EXPECT_NE(ls.code, 0);
   EXPECT_NE(ls.err.find("Transport endpoint is not connected"), std::string::npos) << ls.err;
   EXPECT_EQ(write_file(p("cmd"), "true\n"), ENOTCONN);
-  auto wrc = wait_bg(waiter, 5s);
+  auto wrc = wait_bg(waiter, 10s);
   ASSERT_TRUE(wrc.has_value()) << "the blocked wait reader was not released by the crash";
   EXPECT_NE(*wrc, 0);
   // The commands carry on without the daemon; B ends meanwhile.
@@ -52,6 +52,8 @@ TEST_F(RestartTest, KillNineThenRestart) {
   EXPECT_TRUE(pid_alive(pb));
   ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
   ASSERT_TRUE(wait_until([&] { return !pid_alive(pb); }, 5s));
+  // Its monitor writes the end a moment after: on disk before the new daemon.
+  ASSERT_TRUE(wait_until([&] { return stat_errno(state_ + "/procs/" + b + "/exit.json") == 0; }, 10s));
 
   ASSERT_TRUE(start_daemon()) << "the new daemon must clean up the stale mount";
   EXPECT_EQ(sbxfs_mount_count(mnt_), 1) << "the stale mount was not removed";
@@ -170,11 +172,12 @@ TEST_F(RestartTest, LazyUnmountEndsTheDaemonAtOnce) {
   auto r = run_argv({"fusermount3", "-uz", mnt_}, 10);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto t0 = Clock::now();
-  auto wrc = wait_bg(waiter, 5s);
+  auto wrc = wait_bg(waiter, 10s);
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();
   ASSERT_TRUE(wrc.has_value()) << "the parked reader was not answered";
   EXPECT_NE(*wrc, 0) << "an error, not an answer";
-  EXPECT_LT(took, 1.0) << "the daemon took " << took << " s to answer the parked reader";
+  // Held, it would wait 30 s; answered, milliseconds (room for a loaded machine).
+  EXPECT_LT(took, 5.0) << "the daemon took " << took << " s to answer the parked reader";
   // (Its exit may take a while longer in the sanitizer build: the leak check.)
   int st = 0;
   EXPECT_TRUE(wait_until([&] { return ::waitpid(d, &st, WNOHANG) == d; }, 5s)) << "the daemon did not exit";

@@ -87,14 +87,16 @@ TEST_F(StartParkingTest, TwentyStuckStartsLeaveTheMountFastAndAllCompleteLater) 
   ASSERT_TRUE(wait_until([&] { return starts_under_way() == 20; }, 10s)) << starts_under_way() << " under way";
 
   double t = seconds_to([&] { EXPECT_EQ(stat_errno(p("cmd")), 0); });
-  EXPECT_LT(t, 0.5) << "stat cmd took " << t << " s";
+  // Held behind the parked starts, these would wait as long as the server
+  // is stopped; answered, they take milliseconds (room for a loaded machine).
+  EXPECT_LT(t, 5.0) << "stat cmd took " << t << " s";
   t = seconds_to([&] { EXPECT_TRUE(parse_json(read_file(p("status.json")).data).is_object()); });
-  EXPECT_LT(t, 0.5) << "status.json took " << t << " s";
+  EXPECT_LT(t, 5.0) << "status.json took " << t << " s";
   t = seconds_to([&] {
     auto r = run("cat \"$MNT/README\" > /dev/null && ls \"$MNT/procs\" > /dev/null && cat \"$MNT/errors\" > /dev/null", 10);
     EXPECT_EQ(r.code, 0) << r.err;
   });
-  EXPECT_LT(t, 1.0) << "README, ls procs and errors took " << t << " s";
+  EXPECT_LT(t, 5.0) << "README, ls procs and errors took " << t << " s";
   // Nothing of a start is there before its monitor forked the command: the slots are still empty.
   EXPECT_EQ(status_json("s0")["state"], "empty");
   for (pid_t w : writers) EXPECT_FALSE(wait_bg(w, 0ms)) << "a writer returned while its monitor was stopped";
