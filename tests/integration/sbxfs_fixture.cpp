@@ -435,6 +435,14 @@ std::vector<std::string> SbxfsTest::procs() {
   return v;
 }
 
+bool SbxfsTest::has_step(const std::string& kind, const std::string& id) {
+  const json steps = parse_json(read_file(p("steps.json")).data);
+  if (!steps.is_array()) return false;
+  for (const json& s : steps)
+    if (s.value("kind", "") == kind && s.value("bgId", "") == id) return true;
+  return false;
+}
+
 std::vector<json> SbxfsTest::errors() {
   std::vector<json> out;
   auto r = read_file(p("errors"));

@@ -141,6 +141,9 @@ class SbxfsTest : public ::testing::Test {
   std::string log(const std::string& id) { return file("procs/" + id + "/log"); }
   /// The lines of `errors`, parsed.
   std::vector<json> errors();
+  /// The box's steps.json holds a step of `kind` for `id` (a stop's, for
+  /// one, is noted before its write is parked: the request reached the daemon).
+  bool has_step(const std::string& kind, const std::string& id);
 
   // ---- the daemon ----
   /// Starts the daemon (same state dir and mount point) and waits for the mount.

@@ -84,12 +84,7 @@ TEST_F(StopSignalTest, InterruptedStopStillCompletes) {
   const pid_t writer = spawn_bg("echo > \"$MNT/procs/" + id + "/stop\"");
   // The stop is under way (its step is noted before the write is parked):
   // a signal now interrupts the write, not the open or a write not yet sent.
-  auto stopping = [&] {
-    for (const json& s : parse_json(file("steps.json")))
-      if (s["kind"] == "stop" && s["bgId"] == id) return true;
-    return false;
-  };
-  ASSERT_TRUE(wait_until(stopping, 10s)) << file("steps.json");
+  ASSERT_TRUE(wait_until([&] { return has_step("stop", id); }, 10s)) << file("steps.json");
   ASSERT_EQ(::kill(-writer, SIGTERM), 0);
   EXPECT_EQ(wait_bg(writer, 5s), std::optional<int>(128 + SIGTERM)) << "the stop write should have been interrupted";
   // The command ignores TERM and lasts the 8 s grace: the write was

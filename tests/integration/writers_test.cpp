@@ -236,12 +236,7 @@ TEST_F(WritersTest, InterruptedRenameOntoStopIsReleased) {
   const pid_t mover = spawn_bg("echo > \"$MNT/procs/" + id + "/.stop.tmp\" && exec mv \"$MNT/procs/" + id +
                                "/.stop.tmp\" \"$MNT/procs/" + id + "/stop\"");
   // The rename reached the daemon once the stop is noted in the box's steps.
-  auto stopping = [&] {
-    for (const json& s : parse_json(file("steps.json")))
-      if (s["kind"] == "stop" && s["bgId"] == id) return true;
-    return false;
-  };
-  ASSERT_TRUE(wait_until(stopping, 10s)) << file("steps.json");
+  ASSERT_TRUE(wait_until([&] { return has_step("stop", id); }, 10s)) << file("steps.json");
   ASSERT_EQ(::kill(-mover, SIGTERM), 0);
   EXPECT_EQ(wait_bg(mover, 5s), std::optional<int>(128 + SIGTERM)) << "the rename was not interrupted";
   // Released by its signal, not by the end (the command lasts the grace).
