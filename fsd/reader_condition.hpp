@@ -31,8 +31,9 @@ class ParkedRequests;
 
 class ReaderCondition {
  public:
-  /// Starts probing `c` on command `id`. A command that is not running gets
-  /// no probe: the reader's answer is that of an ended command.
+  /// Starts probing `c` on command `id`. An ended command gets no probe: a
+  /// log condition is searched in its whole log here (met() says whether it
+  /// matched), and another kind is not met.
   ReaderCondition(sup::Supervisor& sup, ParkedRequests& parked, const std::string& id, sup::ReadyCondition c);
   ~ReaderCondition();
   ReaderCondition(const ReaderCondition&) = delete;

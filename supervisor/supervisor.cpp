@@ -14,6 +14,7 @@
 #include "supervisor/cgroup.hpp"
 #include "supervisor/ctl_request.hpp"
 #include "supervisor/files.hpp"
+#include "supervisor/log_watch.hpp"
 #include "supervisor/monitor_ctl.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/slot_record.hpp"
@@ -193,11 +194,26 @@ Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const 
     auto it = I.records.find(id);
     return it != I.records.end() && is_running(it->second.state);
   };
+  bool over = false;
   {
     std::lock_guard g(I.mu);
     auto it = I.records.find(id);
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
-    if (Status st = check_started(id, it->second); !st) return st.error();
+    over = has_ended(it->second.state);
+    if (Status st = check_started(id, it->second); !over && !st) return st.error();
+  }
+  if (over) {
+    // Nothing more comes: a log condition is searched in the whole log now,
+    // as the record's own was at the end (a last line of any length too);
+    // a port or an http server of an ended command has nothing to probe.
+    if (c.kind == ReadyCondition::Kind::log) {
+      std::optional<ReadyMatch> found;
+      LogWatch whole(I.dir_of(id));
+      whole.add(c, [&found](const ReadyMatch& m) { found = m; });
+      whole.finish();
+      if (found) on_ready(*found);
+    }
+    return std::uint64_t{0};  // no probe to cancel
   }
   auto held = [&I, id, c, on_ready = std::move(on_ready)](const ReadyMatch& m) {
     I.reader_condition_held(id, c, m);

@@ -146,7 +146,10 @@ class Supervisor {
   /// is answered when the record's own probe holds first). `on_ready` runs at
   /// most once, on the event thread, when `c` holds, with what matched; never after
   /// cancel_probe() of the token returned; it must not call cancel_probe().
-  /// Ended or never started: no_such_process. Each token must be cancelled.
+  /// Each token must be cancelled. Never started: no_such_process. Ended:
+  /// a log condition is searched in the whole log at once, and `on_ready`
+  /// runs before this returns, in the caller's thread, if it matched; the
+  /// token is 0 (no probe).
   Result<std::uint64_t> probe_for_reader(const std::string& id, const ReadyCondition& c,
                                          std::function<void(const ReadyMatch&)> on_ready);
   /// Ends the probe of probe_for_reader(); waits for an on_ready under way.

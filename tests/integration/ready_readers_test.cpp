@@ -230,6 +230,40 @@ TEST_F(ReadyReadersTest, AnEndedCommandsAnswerSaysItEnded) {
   EXPECT_EQ(r2["proc"]["state"], "exited") << r2.dump().substr(0, 2000);
 }
 
+TEST_F(ReadyReadersTest, AReadersOwnLogConditionOnAnEndedCommandSearchesItsWholeLog) {
+  const std::string id = start("echo READY; echo more >&2; printf 'name? '");
+  ASSERT_FALSE(id.empty());
+  wait_ended(id);
+  // In the name: a line of stdout, and the last line without a newline.
+  json r = cat_json("procs/" + id + "/ready,readyLog=READY");
+  EXPECT_EQ(r["ready"], true) << r.dump();
+  EXPECT_EQ(r["stillRunning"], false);
+  EXPECT_EQ(r["matched"]["kind"], "log");
+  EXPECT_EQ(r["matched"]["text"], "READY");
+  EXPECT_EQ(r["matched"]["stream"], "stdout");
+  EXPECT_TRUE(is_iso_time(r["readyAt"])) << r.dump();
+  r = cat_json("procs/" + id + "/ready,readyLog=^name");
+  EXPECT_EQ(r["ready"], true) << r.dump();
+  EXPECT_EQ(r["matched"]["text"], "name? ");
+  // The stream asked for is the one searched.
+  r = cat_json("procs/" + id + "/ready,readyLog=more,readyLogStream=stdout");
+  EXPECT_EQ(r["ready"], false) << r.dump();
+  EXPECT_TRUE(r["matched"].is_null());
+  // Written and read back on one open file.
+  RunResult w = bash("exec 3<>\"$MNT/procs/$ID/ready\"; echo 'log ^more' >&3; cat <&3", 10, {{"ID", id}});
+  ASSERT_EQ(w.code, 0) << w.err;
+  r = parse_json(w.out);
+  EXPECT_EQ(r["ready"], true) << w.out;
+  EXPECT_EQ(r["matched"]["stream"], "stderr") << w.out;
+  // What is not in the log, or a port nothing listens on: not ready, at once.
+  r = cat_json("procs/" + id + "/ready,readyLog=NOWHERE");
+  EXPECT_EQ(r["ready"], false);
+  EXPECT_TRUE(r["readyAt"].is_null());
+  r = cat_json("procs/" + id + "/ready,readyPort=" + std::to_string(free_port()));
+  EXPECT_EQ(r["ready"], false);
+  EXPECT_EQ(r["proc"]["state"], "exited");
+}
+
 TEST_F(ReadyReadersTest, ReadyFdFromAShellAndFromPython) {
   std::string sh = start(R"({"cmd": "echo starting; sleep 0.2; echo >&3; sleep 30", "readyFd": 3})");
   ASSERT_FALSE(sh.empty());

@@ -174,6 +174,24 @@ TEST_F(ReadyTest, SetReadyOnEndedCommandIsNoSuchProcess) {
   EXPECT_EQ(r.error().code, sup::Errc::no_such_process);
 }
 
+TEST_F(ReadyTest, AReadersLogConditionOnAnEndedCommandIsSearchedAtOnce) {
+  auto st = sup_->start(shell("echo READY; printf 'prompt> '"));
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(wait_ended(st->bg_id));
+  std::vector<std::string> seen;  // on_ready runs in this thread, before the call returns
+  auto found = [&](const sup::ReadyMatch& m) { seen.push_back(m.text); };
+  auto a = sup_->probe_for_reader(st->bg_id, cond("log ^READY$"), found);
+  auto b = sup_->probe_for_reader(st->bg_id, cond("log prompt"), found);
+  auto c = sup_->probe_for_reader(st->bg_id, cond("log never-printed"), found);
+  auto d = sup_->probe_for_reader(st->bg_id, cond("port 9"), found);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"READY", "prompt> "}));
+  for (auto t : {*a, *b, *c, *d}) EXPECT_EQ(t, 0u) << "no probe is left to cancel";
+  // A command that never started has nothing to search.
+  auto q = sup_->probe_for_reader("nosuch", cond("log READY"), found);
+  ASSERT_FALSE(q.ok());
+}
+
 TEST_F(ReadyTest, ReadinessSurvivesReopen) {
   auto spec = shell("echo up; sleep 30", "srv");
   spec.ready = cond("log up");
