@@ -194,6 +194,8 @@ void BoxSteps::append(const json& line) {
 
 std::uint64_t BoxSteps::add(BoxStep s, bool open_until_end) {
   if (s.at.empty()) s.at = iso_now();
+  // A request or a condition as written ends in its newline: not part of what was done.
+  while (!s.summary.empty() && (s.summary.back() == '\n' || s.summary.back() == '\r')) s.summary.pop_back();
   s.summary = cut(s.summary);
   s.note = cut(s.note);
   std::lock_guard g(mu_);

@@ -33,7 +33,7 @@ struct BoxStep {
   std::uint64_t id = 0;           ///< set by add()
   std::string at;                 ///< ISO-8601 UTC; set by add() when empty
   std::string kind;               ///< start, stop, signal, ready, mkdir, rmdir
-  std::string summary;            ///< masked by the caller; cut to 200 characters by add()
+  std::string summary;            ///< masked by the caller; add() drops its last newlines and cuts it to 200 characters
   std::string note, bg_id, cwd, client;
   std::optional<double> ms;       ///< how long the step took
   std::optional<bool> ok;

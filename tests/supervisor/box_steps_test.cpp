@@ -153,6 +153,14 @@ TEST_F(BoxStepsTest, SummariesAreCutAtACharacter) {
   EXPECT_EQ(sup::BoxSteps::cut("short"), "short");
 }
 
+TEST_F(BoxStepsTest, ASummaryLosesTheNewlineItWasWrittenWith) {
+  auto b = open();
+  b->add(step("ready", "a", "ready when log Listening\n"));
+  b->add(step("start", "b", "echo one\necho two\r\n"));
+  EXPECT_EQ(b->latest()[0]["summary"], "ready when log Listening");
+  EXPECT_EQ(b->latest()[1]["summary"], "echo one\necho two");
+}
+
 TEST_F(BoxStepsTest, IsoTimesRoundTrip) {
   EXPECT_EQ(sup::iso_to_ms("1970-01-01T00:00:01.250Z"), 1250);
   EXPECT_EQ(sup::iso_to_ms("2026-12-01T00:00:00.000Z"), 1796083200000LL);
