@@ -212,7 +212,10 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     if (row.reads_client) who.load_client();  // once per open, not per read
     const mode_t mode = row.mode;
     if (S_ISDIR(mode)) return (void)fuse_reply_err(req, EISDIR);
-    if ((wants_write(fi->flags) && !(mode & 0222)) || (wants_read(fi->flags) && !(mode & 0444)))
+    // O_TRUNC truncates, whatever the access mode: as truncate(2) on a
+    // file that cannot be written, EACCES.
+    if (((wants_write(fi->flags) || (fi->flags & O_TRUNC)) && !(mode & 0222)) ||
+        (wants_read(fi->flags) && !(mode & 0444)))
       return (void)fuse_reply_err(req, EACCES);
     std::unique_ptr<Handle> h = open_node(fs, *node, who, fi->flags);
     if (!h) return (void)fuse_reply_err(req, EIO);

@@ -298,6 +298,11 @@ TEST_F(WritersTest, TreeNamesKeepTheirPlaceAndErrnos) {
   EXPECT_EQ(file(".x.tmp"), "data") << "a refused rename leaves the scratch";
   EXPECT_NE(::unlink(p("status.json").c_str()), 0);
   EXPECT_EQ(errno, EPERM);
+  // A read-only file cannot be truncated, by truncate(2) or by an open.
+  EXPECT_NE(::truncate(p("status.json").c_str(), 0), 0);
+  EXPECT_EQ(errno, EACCES);
+  RunResult trunc = python("import os; os.open(os.environ['MNT'] + '/status.json', os.O_RDONLY | os.O_TRUNC)");
+  EXPECT_NE(trunc.err.find("PermissionError"), std::string::npos) << said(trunc);
   EXPECT_NE(::symlink("/etc/passwd", p("link").c_str()), 0);
   EXPECT_EQ(errno, EACCES);
   EXPECT_NE(::mkfifo(p("fifo").c_str(), 0600), 0);
