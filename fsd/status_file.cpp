@@ -112,7 +112,13 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
   order.reserve(running.size() + ended.size());
   for (const sup::CommandStatus& st : running) order.push_back({&st.started_at, &st, nullptr});
   for (const sup::EndedEntry& e : ended) order.push_back({&e.started_at, nullptr, &e});
-  std::stable_sort(order.begin(), order.end(), [](const Item& a, const Item& b) { return *a.started_at < *b.started_at; });
+  // Queued commands have not started: after the others, in the queue's order.
+  std::stable_sort(order.begin(), order.end(), [](const Item& a, const Item& b) {
+    const bool qa = a.running && a.running->queued, qb = b.running && b.running->queued;
+    if (qa != qb) return qb;
+    if (qa) return a.running->queue_seq < b.running->queue_seq;
+    return *a.started_at < *b.started_at;
+  });
   // The list is spliced into the dump below in place of kProcsMark, one
   // entry a line, indented as the dump indents.
   std::string procs = "[";

@@ -53,6 +53,7 @@ struct CommandStatus {
   std::uint64_t restarts = 0;   ///< runs started by the policy after the first
   std::string restart_at;       ///< state "restarting": when the next run starts
   bool queued = false;          ///< state "queued": accepted, waiting for a place under max_running
+  std::uint64_t queue_seq = 0;  ///< queued: its place in the queue (smaller starts first)
   /// Names the monitor that writes the log (its start time): a restart keeps
   /// it, a named slot's new run changes it; 0 before the first run.
   std::uint64_t log_owner = 0;

@@ -65,6 +65,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
   s.restarts = r.monitor.restarts;
   if (shown == CommandState::restarting) s.restart_at = r.monitor.restart_at;
   s.queued = shown == CommandState::queued;
+  if (s.queued) s.queue_seq = r.queue_seq;
   s.log_owner = r.monitor.monitor_start;
   s.pid = r.monitor.pid;
   s.started_at = r.monitor.started_at;

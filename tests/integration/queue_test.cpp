@@ -62,16 +62,19 @@ TEST_P(QueueTest, FiveQueuedBehindMaxRunningTwoRunInOrder) {
     EXPECT_TRUE(s["startedAt"].is_null());
     EXPECT_FALSE(s.contains("exitCode")) << "not ended";
   }
-  // The root list shows them, not running.
+  // The root list shows them, not running: after the running ones, in the
+  // queue's order.
   const json root = root_status();
   ASSERT_EQ(root["procs"].size(), 7u) << root.dump();
-  int listed_queued = 0;
-  for (const json& e : root["procs"])
+  std::vector<std::string> listed;
+  for (const json& e : root["procs"]) {
+    listed.push_back(e["bgId"]);
     if (e["state"] == "queued") {
-      ++listed_queued;
       EXPECT_EQ(e["running"], false);
     }
-  EXPECT_EQ(listed_queued, 5);
+  }
+  const std::vector<std::string> in_order{a, b, q[0], q[1], q[2], q[3], q[4]};
+  EXPECT_EQ(listed, in_order) << root.dump();
   // One place comes free (b keeps the other): they run one at a time, in order.
   release("go-a");
   const json w = wait_json(q.back(), 20);
