@@ -313,8 +313,8 @@ int run(Options& opts) {
   std::atomic<bool> detached{false};
   sup::Result<std::unique_ptr<MountWatch>> watch = MountWatch::start(mountpoint, [&] {
     detached = true;
-    fuse_log(FUSE_LOG_NOTICE, "sbxfs: %s left the mount table (a lazy unmount, fusermount3 -uz); exiting\n",
-             mountpoint.c_str());
+    // A plain unmount ends the connection too, and may be seen here first.
+    fuse_log(FUSE_LOG_NOTICE, "sbxfs: %s left the mount table (unmounted); exiting\n", mountpoint.c_str());
     stopper.stop();
   });
   if (!watch)
