@@ -169,7 +169,7 @@ TEST_F(KilledMonitorTest, TheRecordSaysSoAndNoProcessIsLeft) {
       << processes_with(marks).size() << " processes";
 
   ASSERT_EQ(::kill(monitor, SIGKILL), 0);
-  const json st = wait_ended(id, 5s);
+  const json st = wait_ended(id, 15s);
   EXPECT_EQ(st["running"], false) << st.dump();
   EXPECT_EQ(st["endReason"], "unknown") << st.dump();
   EXPECT_EQ(st["exitCode"], -1) << st.dump();
@@ -178,7 +178,7 @@ TEST_F(KilledMonitorTest, TheRecordSaysSoAndNoProcessIsLeft) {
 
   // stop still succeeds, and nothing of the tree is left.
   EXPECT_EQ(write_file(p("procs/victim/stop"), "\n"), 0);
-  EXPECT_TRUE(wait_until([&] { return processes_with(marks).empty(); }, 3s))
+  EXPECT_TRUE(wait_until([&] { return processes_with(marks).empty(); }, 10s))
       << processes_with(marks).size() << " processes left";
   // The daemon carries on.
   const std::string next = start("echo fine");

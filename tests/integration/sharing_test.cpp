@@ -245,14 +245,14 @@ TEST_F(SharingTest, RootStatusFieldsPicksTheReportsParts) {
 
 class StepsKeptBrieflyTest : public SharingTest {
  protected:
-  StepsKeptBrieflyTest() { daemon_options_ = {"-o", "keep_steps_sec=1"}; }
+  StepsKeptBrieflyTest() { daemon_options_ = {"-o", "keep_steps_sec=3"}; }
 };
 
 TEST_F(StepsKeptBrieflyTest, OldStepsArePruned) {
   const std::string id = start("true");
   ASSERT_TRUE(is_auto_id(id));
   EXPECT_TRUE(step_of(parse_json(file("steps.json")), id, "start").is_object());
-  EXPECT_TRUE(wait_until([&] { return !step_of(parse_json(file("steps.json")), id, "start").is_object(); }, 10s, 100ms))
+  EXPECT_TRUE(wait_until([&] { return !step_of(parse_json(file("steps.json")), id, "start").is_object(); }, 20s, 100ms))
       << "kept past keep_steps_sec: " << file("steps.json");
 }
 

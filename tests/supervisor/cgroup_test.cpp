@@ -18,6 +18,7 @@
 #include "supervisor/cgroup_limits.hpp"
 #include "supervisor/monitor/monitor.hpp"
 #include "supervisor/spec.hpp"
+#include "tests/supervisor/test_util.hpp"
 
 namespace {
 
@@ -76,7 +77,7 @@ TEST_F(CgroupLayerTest, MembersAreKilledAndTheEmptyEventComes) {
   EXPECT_FALSE(cg_.populated());
   // A shell with a setsid'd grandchild: both are members.
   pid_t p = spawn_in("setsid sleep 60 & exec sleep 60");
-  for (int i = 0; i < 200 && cg_.members().size() < 2; ++i) ::usleep(10000);
+  ASSERT_TRUE(sbxtest::wait_until([&] { return cg_.members().size() >= 2; }, 10000ms, 10ms));
   EXPECT_TRUE(cg_.populated());
   EXPECT_EQ(cg_.members().size(), 2u);
   EXPECT_FALSE(cg_.wait_empty(50ms));
@@ -90,7 +91,7 @@ TEST_F(CgroupLayerTest, MembersAreKilledAndTheEmptyEventComes) {
 TEST_F(CgroupLayerTest, SignalsReachEveryMemberAndFreezeHoldsThem) {
   ASSERT_EQ(sup::create_command_cgroup(h_, "cmd-layer-2", &cg_), 0);
   pid_t p = spawn_in("exec sleep 60");
-  for (int i = 0; i < 100 && cg_.members().empty(); ++i) ::usleep(10000);
+  ASSERT_TRUE(sbxtest::wait_until([&] { return !cg_.members().empty(); }, 10000ms, 10ms));
   EXPECT_EQ(cg_.freeze(true), 0);
   EXPECT_TRUE(cg_.frozen());
   EXPECT_EQ(cg_.freeze(false), 0);

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "supervisor/start_folder.hpp"
 #include "tests/supervisor/test_util.hpp"
 
 namespace {
@@ -319,13 +320,21 @@ TEST_F(EventsTest, IdleSupervisorUsesNoCpu) {
     *mons = 0;
     for (pid_t m : monitors) *mons += proc_cpu_ticks(m);
   };
-  std::this_thread::sleep_for(200ms);  // let start-up work finish
-  unsigned long long self0, mons0, self1, mons1;
-  sample(&self0, &mons0);
-  std::this_thread::sleep_for(2000ms);
-  sample(&self1, &mons1);
-  const long long self_d = static_cast<long long>(self1 - self0);
-  const long long mons_d = static_cast<long long>(mons1 - mons0);
+  // The start-up work is over once the spare folders are made again.
+  ASSERT_TRUE(wait_until([&] { return whole_spares().size() >= sup::kStartFolderSpares; }, 20000ms, 10ms));
+  // A loaded machine may still finish some of it late (or charge a tick
+  // wrongly): the best of three windows counts. Work that never stops shows
+  // in all three.
+  long long self_d = 0, mons_d = 0;
+  for (int window = 0; window < 3; ++window) {
+    unsigned long long self0, mons0, self1, mons1;
+    sample(&self0, &mons0);
+    std::this_thread::sleep_for(2000ms);
+    sample(&self1, &mons1);
+    self_d = static_cast<long long>(self1 - self0);
+    mons_d = static_cast<long long>(mons1 - mons0);
+    if (self_d <= 5 && mons_d <= 5) break;
+  }
   // A few ticks (10 ms each) of slack over 2 s for 51 processes.
   EXPECT_LE(self_d, 5) << "supervisor (this process) used " << self_d << " ticks in 2 s";
   EXPECT_LE(mons_d, 5) << kCommands << " monitors used " << mons_d << " ticks in 2 s";

@@ -114,13 +114,15 @@ TEST_F(ReadyTest, HostileRegexAndFourMebibyteLineStayFast) {
 
 TEST_F(ReadyTest, PortOpenedLate) {
   int port = free_port();
-  auto spec = shell("sleep 0.3; exec python3 -c 'import socket,time\n"
+  const std::string gate = state_dir() + "/gate";  // the port opens once the test has looked
+  auto spec = shell("while [ ! -e '" + gate + "' ]; do sleep 0.02; done; exec python3 -c 'import socket,time\n"
                     "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
                     "s.bind((\"127.0.0.1\", " + std::to_string(port) + ")); s.listen(); time.sleep(30)'");
   spec.ready = cond("port " + std::to_string(port));
   auto st = sup_->start(spec);
   ASSERT_TRUE(st.ok()) << describe(st.error());
   EXPECT_FALSE(sup_->status(st->bg_id)->ready);
+  write_file(gate, "");
   ASSERT_TRUE(wait_ready(st->bg_id));
 }
 

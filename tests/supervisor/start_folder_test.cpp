@@ -54,24 +54,15 @@ TEST_F(StartFolderTest, AStartWritesIntoTheFilesOfTheSpareItTook) {
   // opened, one after another, each handed out once it is whole. With all
   // of them whole on disk no more are made, and the one a start takes (the
   // last handed out) is among them.
-  const std::string staging = state_dir() + "/staging";
   std::map<std::string, std::set<ino_t>> made;  // file name in a spare: the inodes of all whole spares' ones
   ASSERT_TRUE(wait_until(
       [&] {
         made.clear();
-        std::size_t whole = 0;
-        std::error_code ec;
-        for (const auto& e : fs::directory_iterator(staging, ec)) {
-          if (e.path().filename().string().rfind("spare-", 0) != 0) continue;
-          struct stat st {};
-          const std::string exit_tmp = e.path().string() + "/exit.json.tmp";
-          if (::stat(exit_tmp.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) < sup::kExitFileReserve)
-            continue;  // still being filled
-          ++whole;
+        const std::vector<std::string> whole = whole_spares();
+        for (const std::string& spare : whole)
           for (const char* name : {"spec.json.tmp", "monitor.json.tmp", "ctl", "exit.json.tmp"})
-            made[name].insert(inode_of(e.path().string() + "/" + name));
-        }
-        return whole >= sup::kStartFolderSpares;
+            made[name].insert(inode_of(spare + "/" + name));
+        return whole.size() >= sup::kStartFolderSpares;
       },
       5000ms));
 

@@ -32,6 +32,7 @@
 
 #include "supervisor/command_status.hpp"
 #include "supervisor/error.hpp"
+#include "supervisor/exit_record.hpp"
 #include "supervisor/log_index.hpp"
 #include "supervisor/spec.hpp"
 #include "supervisor/supervisor.hpp"
@@ -322,6 +323,21 @@ class SupervisorTest : public ::testing::Test {
   std::string state_dir() const { return state_.path() + "/state"; }
   std::string procs_dir() const { return state_dir() + "/procs"; }
   std::string record_dir(const std::string& id) const { return procs_dir() + "/" + id; }
+  /// Spare folders in staging/ whose files are all made (the last one,
+  /// exit.json.tmp, at its full reserve): the supervisor makes them on its
+  /// work pool after it opens, and after each start.
+  std::vector<std::string> whole_spares() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(state_dir() + "/staging", ec)) {
+      if (e.path().filename().string().rfind("spare-", 0) != 0) continue;
+      struct stat st {};
+      const std::string exit_tmp = e.path().string() + "/exit.json.tmp";
+      if (::stat(exit_tmp.c_str(), &st) == 0 && static_cast<std::size_t>(st.st_size) >= sup::kExitFileReserve)
+        out.push_back(e.path().string());
+    }
+    return out;
+  }
 
   sup::Result<std::unique_ptr<sup::Supervisor>> open_supervisor() const {
     sup::SupervisorOptions o;
