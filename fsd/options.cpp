@@ -1,6 +1,10 @@
 #include "fsd/options.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <string_view>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -18,26 +22,46 @@ namespace {
 constexpr const char* kDefaultMountpoint = "/work/.sbx";
 
 /// What fuse_opt_parse fills in (plain C members: it writes through offsets).
+/// Numbers are taken as text and checked by number_of(): fuse_opt's
+/// sscanf would take "-5" for a huge unsigned and "5abc" for 5.
 struct RawOptions {
   char* state_dir = nullptr;
   char* secrets_file = nullptr;
   char* mountpoint = nullptr;
   char* source = nullptr;  // the first of two non-option arguments (mount(8)'s "none")
   char* cgroup = nullptr;
-  unsigned wait_timeout = 600;
-  unsigned long max_request = 4ul << 20;
-  unsigned long output_max = 1ul << 20;
-  unsigned long keep_ended = 10000;
-  unsigned long keep_ended_sec = 604800;  // a week
-  unsigned long max_running = 2000;
-  long max_running_per_user = -1;  // -1: the default (a quarter of max_running under allow_other)
-  unsigned long keep_steps_sec = 604800;  // a week
-  unsigned long long log_max = sup::kDefaultLogMax;
-  unsigned start_timeout = 60;
+  char* wait_timeout = nullptr;
+  char* max_request = nullptr;
+  char* output_max = nullptr;
+  char* keep_ended = nullptr;
+  char* keep_ended_sec = nullptr;
+  char* max_running = nullptr;
+  char* max_running_per_user = nullptr;  // none: a quarter of max_running under allow_other
+  char* keep_steps_sec = nullptr;
+  char* log_max = nullptr;
+  char* start_timeout = nullptr;
+  char* scratch_ttl_ms = nullptr;
   int allow_other = 0;
-  unsigned long scratch_ttl_ms = 60000;
   int extra_args = 0;  // a third non-option argument
 };
+
+constexpr std::uint64_t kHundredYears = 100ull * 366 * 24 * 3600;
+
+/// The option `name` given as `text` (null: not given, `fallback`): decimal
+/// digits only, within [min, max].
+sup::Result<std::uint64_t> number_of(const char* name, const char* text, std::uint64_t fallback, std::uint64_t min,
+                                     std::uint64_t max) {
+  if (!text) return fallback;
+  const std::string_view t(text);
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  const bool digits = !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || ec != std::errc() || end != t.data() + t.size() || v < min || v > max)
+    return sup::Error{sup::Errc::invalid_argument, std::string(name) + "=" + std::string(t) +
+                                                       ": not a whole number from " + std::to_string(min) + " to " +
+                                                       std::to_string(max) + " (decimal digits only)"};
+  return v;
+}
 
 enum Key { kForeground, kDebug, kAllowOther };
 
@@ -51,18 +75,18 @@ const fuse_opt kSpec[] = {
     // passes every option of the fstab line as -o).
     SBX_OPT("state_dir=%s", state_dir),
     SBX_OPT("secrets_file=%s", secrets_file),
-    SBX_OPT("wait_timeout=%u", wait_timeout),
-    SBX_OPT("max_request=%lu", max_request),
-    SBX_OPT("output_max=%lu", output_max),
-    SBX_OPT("keep_ended=%lu", keep_ended),
-    SBX_OPT("keep_ended_sec=%lu", keep_ended_sec),
-    SBX_OPT("max_running=%lu", max_running),
-    SBX_OPT("max_running_per_user=%ld", max_running_per_user),
-    SBX_OPT("keep_steps_sec=%lu", keep_steps_sec),
-    SBX_OPT("log_max=%llu", log_max),
-    SBX_OPT("start_timeout=%u", start_timeout),
+    SBX_OPT("wait_timeout=%s", wait_timeout),
+    SBX_OPT("max_request=%s", max_request),
+    SBX_OPT("output_max=%s", output_max),
+    SBX_OPT("keep_ended=%s", keep_ended),
+    SBX_OPT("keep_ended_sec=%s", keep_ended_sec),
+    SBX_OPT("max_running=%s", max_running),
+    SBX_OPT("max_running_per_user=%s", max_running_per_user),
+    SBX_OPT("keep_steps_sec=%s", keep_steps_sec),
+    SBX_OPT("log_max=%s", log_max),
+    SBX_OPT("start_timeout=%s", start_timeout),
     SBX_OPT("cgroup=%s", cgroup),
-    SBX_OPT("scratch_ttl_ms=%lu", scratch_ttl_ms),  // not in --help: for tests
+    SBX_OPT("scratch_ttl_ms=%s", scratch_ttl_ms),  // not in --help: for tests
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -108,12 +132,16 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   Options o;
   RawOptions raw;
   fuse_args args = FUSE_ARGS_INIT(argc, argv);
+  auto free_raw = [&] {
+    for (char* text : {raw.state_dir, raw.secrets_file, raw.mountpoint, raw.source, raw.cgroup, raw.wait_timeout,
+                       raw.max_request, raw.output_max, raw.keep_ended, raw.keep_ended_sec, raw.max_running,
+                       raw.max_running_per_user, raw.keep_steps_sec, raw.log_max, raw.start_timeout,
+                       raw.scratch_ttl_ms})
+      std::free(text);
+    raw = RawOptions{};
+  };
   auto fail = [&](std::string msg) -> sup::Result<Options> {
-    std::free(raw.state_dir);
-    std::free(raw.secrets_file);
-    std::free(raw.mountpoint);
-    std::free(raw.source);
-    std::free(raw.cgroup);
+    free_raw();
     fuse_opt_free_args(&args);
     return sup::Error{sup::Errc::invalid_argument, std::move(msg)};
   };
@@ -129,33 +157,56 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   std::free(cl.mountpoint);  // none: we took the non-option argument ourselves
 
   o.mountpoint = raw.mountpoint ? raw.mountpoint : kDefaultMountpoint;
+  if (raw.state_dir && !*raw.state_dir) return fail("the state directory is empty: give a path (--state-dir DIR)");
   o.state_dir = raw.state_dir ? raw.state_dir : default_state_dir();
   o.secrets_file = raw.secrets_file ? raw.secrets_file : "";
-  o.wait_timeout_sec = raw.wait_timeout;
-  o.max_request = raw.max_request;
-  o.output_max = raw.output_max;
-  o.keep_ended = raw.keep_ended;
-  o.keep_ended_sec = raw.keep_ended_sec;
-  o.max_running = raw.max_running;
-  if (raw.max_running_per_user < -1) return fail("max_running_per_user must be >= 0");
+  constexpr std::uint64_t kUnsigned = std::numeric_limits<unsigned>::max();
+  constexpr std::uint64_t kSize = std::numeric_limits<std::size_t>::max();
+  struct Number {
+    const char* name;
+    const char* text;
+    std::uint64_t fallback, min, max;
+    std::uint64_t* out;
+  };
+  std::uint64_t wait_timeout, max_request, output_max, keep_ended, keep_ended_sec, max_running, per_user = 0,
+      keep_steps_sec, log_max, start_timeout, scratch_ttl_ms;
+  const Number numbers[] = {
+      {"wait_timeout", raw.wait_timeout, 600, 1, kHundredYears, &wait_timeout},
+      {"max_request", raw.max_request, 4ull << 20, 1, kSize, &max_request},
+      {"output_max", raw.output_max, 1ull << 20, 1, kSize, &output_max},
+      {"keep_ended", raw.keep_ended, 10000, 0, kSize, &keep_ended},
+      {"keep_ended_sec", raw.keep_ended_sec, 604800, 0, kHundredYears, &keep_ended_sec},
+      {"max_running", raw.max_running, 2000, 0, kSize, &max_running},
+      {"max_running_per_user", raw.max_running_per_user, 0, 0, kSize, &per_user},
+      {"keep_steps_sec", raw.keep_steps_sec, 604800, 0, kHundredYears, &keep_steps_sec},
+      {"log_max", raw.log_max, sup::kDefaultLogMax, 0, std::numeric_limits<std::uint64_t>::max(), &log_max},
+      {"start_timeout", raw.start_timeout, 60, 1, std::min(kUnsigned, kHundredYears), &start_timeout},
+      {"scratch_ttl_ms", raw.scratch_ttl_ms, 60000, 0, kHundredYears * 1000, &scratch_ttl_ms},
+  };
+  for (const Number& n : numbers) {
+    const sup::Result<std::uint64_t> v = number_of(n.name, n.text, n.fallback, n.min, n.max);
+    if (!v) return fail(v.error().message);
+    *n.out = *v;
+  }
+  o.wait_timeout_sec = static_cast<unsigned>(wait_timeout);
+  o.max_request = max_request;
+  o.output_max = output_max;
+  o.keep_ended = keep_ended;
+  o.keep_ended_sec = keep_ended_sec;
+  o.max_running = max_running;
   // Default: under allow_other no user may take more than a quarter of the
   // slots, so others can still start; alone on the box, no limit.
-  if (raw.max_running_per_user >= 0)
-    o.max_running_per_user = static_cast<std::size_t>(raw.max_running_per_user);
-  else if (raw.allow_other && raw.max_running > 0)
-    o.max_running_per_user = std::max<std::size_t>(1, raw.max_running / 4);
-  o.keep_steps_sec = raw.keep_steps_sec;
-  o.log_max = raw.log_max;
-  o.start_timeout_sec = raw.start_timeout;
+  if (raw.max_running_per_user)
+    o.max_running_per_user = per_user;
+  else if (raw.allow_other && max_running > 0)
+    o.max_running_per_user = std::max<std::size_t>(1, max_running / 4);
+  o.keep_steps_sec = keep_steps_sec;
+  o.log_max = log_max;
+  o.start_timeout_sec = static_cast<unsigned>(start_timeout);
   o.allow_other = raw.allow_other;
-  o.scratch_ttl_ms = raw.scratch_ttl_ms;
+  o.scratch_ttl_ms = scratch_ttl_ms;
   o.cgroup = raw.cgroup ? raw.cgroup : "";
-  std::free(raw.cgroup);
-  std::free(raw.state_dir);
-  std::free(raw.secrets_file);
-  std::free(raw.mountpoint);
-  std::free(raw.source);
-  raw = RawOptions{};  // freed: fail() must not free them again
+  free_raw();  // copied: fail() must not free them again
   o.foreground = cl.foreground;
   o.debug = cl.debug;
   o.show_help = cl.show_help;
@@ -164,11 +215,6 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.max_idle_threads = cl.max_idle_threads;
   o.clone_fd = cl.clone_fd;
   o.fuse = args;
-  if (o.wait_timeout_sec == 0) return fail("wait_timeout must be > 0");
-  if (o.max_request == 0) return fail("max_request must be > 0");
-  if (o.output_max == 0) return fail("output_max must be > 0");
-  if (o.start_timeout_sec == 0) return fail("start_timeout must be > 0");
-  if (o.keep_ended_sec > 100ul * 366 * 24 * 3600) return fail("keep_ended_sec must be at most 100 years");
   return o;
 }
 
