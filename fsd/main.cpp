@@ -17,10 +17,15 @@ namespace {
 // 19.7 -> 2.7 ms, measured; bench/RESULTS.md). Up to 16 MiB comes from the
 // heap (status.json,all of 11 000 records is 4.4 MB, built in a buffer of
 // 5.6: above the 4 MiB of before, 1 050 faults a read, 30 -> 10 ms), and up
-// to 32 MiB of free heap is kept for the next answers.
+// to 32 MiB of free heap is kept for the next answers. Kept per arena: with
+// glibc's default of one arena per FUSE thread (up to 8 per CPU), a burst of
+// large answers (grep -r over records of MiB-long commands) left 250 MB
+// resident; two arenas keep it to what the records hold plus 64 MiB (the
+// same burst: 117 MB, of which the records' commands are ~100).
 void keep_answer_memory() {
   mallopt(M_MMAP_THRESHOLD, 16 << 20);
   mallopt(M_TRIM_THRESHOLD, 32 << 20);
+  mallopt(M_ARENA_MAX, 2);
 }
 
 int main_with(fsd::Options& opts, const char* prog) {
