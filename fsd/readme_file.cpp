@@ -21,6 +21,9 @@ START A COMMAND
       runs `/bin/sh -c 'make test'` in the writer's working directory.
   exec 3<>)" + m + R"(/cmd; echo 'make test' >&3; read -r id <&3
       the same, and reads back the new command's id (its bgId).
+  A text request ends at a write that ends a line, and bash's own echo and
+  printf write each line of a longer text apart: give a script of several
+  lines in one write (cat script.sh > cmd) or as JSON: {"cmd": "a\nb"}.
   A JSON object instead of text gives more control:
   {"cmd": "npm run dev", "cwd": "/work/app", "note": "dev server",
    "name": "web", "env": {"PORT": "3000"}, "secretEnv": {"TOKEN": "..."},

@@ -167,6 +167,20 @@ EOF
   EXPECT_EQ(log(ids[0]), "line 1\nline 2\nline 3\n");
 }
 
+TEST_F(CmdTest, BashBuiltinsWriteEachLineApartAndJsonKeepsAScriptWhole) {
+  // bash's printf writes each line as its own write(2): two requests, as
+  // the man page and README say.
+  auto r = bash("printf 'echo a\\necho b\\n' > \"$MNT/cmd\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(procs().size(), 2u);
+  // The same two lines inside a JSON request are one command, whatever writes them.
+  r = bash(R"(printf '%s\n' '{"cmd": "cd /tmp\npwd", "name": "two-lines"}' > "$MNT/cmd")");
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(procs().size(), 3u);
+  wait_json("two-lines");
+  EXPECT_EQ(log("two-lines"), "/tmp\n");
+}
+
 TEST_F(CmdTest, PrettyPrintedJson) {
   auto r = run(R"(cat > "$MNT/cmd" <<'EOF'
 {
