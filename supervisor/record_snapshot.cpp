@@ -3,6 +3,7 @@
 
 #include "supervisor/log_limit.hpp"
 #include "supervisor/secrets.hpp"
+#include "supervisor/utf8.hpp"
 
 namespace sup {
 
@@ -17,14 +18,6 @@ std::string shell_quote(const std::string& s) {
     else out += c;
   }
   return out + "'";
-}
-
-// Cut at most `n` bytes without splitting a UTF-8 sequence.
-std::string utf8_prefix(const std::string& s, size_t n) {
-  if (s.size() <= n) return s;
-  size_t cut = n;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut);
 }
 
 }  // namespace
@@ -57,7 +50,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
       for (auto& a : sp.argv) full += (full.empty() ? "" : " ") + shell_quote(a);
     }
     s.cmd_full = mask_secrets(full, secrets);
-    s.cmd = utf8_prefix(s.cmd_full, 120);
+    s.cmd = std::string(utf8_head(s.cmd_full, s.cmd_full.size(), 120));  // characters, not bytes
     for (auto& a : sp.effective_argv()) s.argv.push_back(mask_secrets(a, secrets));
     s.cwd = sp.cwd;
   }

@@ -190,6 +190,12 @@ TEST_F(StatusTest, CmdIsTruncatedTo120Chars) {
   auto s = status_json(id);
   EXPECT_EQ(s["cmd"], text.substr(0, 120));
   EXPECT_EQ(file("procs/" + id + "/cmd"), text + "\n") << "procs/ID/cmd holds the whole command";
+  // Characters, not bytes: 115 two-byte ones after "echo ".
+  std::string accents;
+  for (int i = 0; i < 200; ++i) accents += "\xc3\xa9";
+  id = start("echo " + accents);
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(status_json(id)["cmd"], "echo " + accents.substr(0, 115 * 2));
 }
 
 TEST_F(StatusTest, MineIsFalseForAnotherSession) {
