@@ -100,11 +100,16 @@ class Launcher {
 
   bool background() const { return background_; }
 
-  /// Reports a failed start (the caller then returns 1).
+  /// Reports a failed start (the caller then returns 1): the waiting parent
+  /// prints it; logged too once the log is a file (before, this child's
+  /// stderr is the parent's, which would print it twice).
   void fail(const std::string& msg) {
-    fuse_log(FUSE_LOG_ERR, "sbxfs: %s\n", msg.c_str());
+    if (!background_ || logs_to_file_) fuse_log(FUSE_LOG_ERR, "sbxfs: %s\n", msg.c_str());
     send("error: " + msg);
   }
+
+  /// Standard output and error now go to STATE/sbxfs.log.
+  void logging_to_file() { logs_to_file_ = true; }
 
   void ready() { send("ok"); }
 
@@ -140,6 +145,7 @@ class Launcher {
 
   int fd_ = -1;  // the pipe to the waiting parent, until we sent our word
   bool background_ = false;
+  bool logs_to_file_ = false;
 };
 
 // ---- ending the FUSE loop from another thread (the mount left the table).
@@ -254,6 +260,7 @@ int run(Options& opts) {
   if (ec) return fail("cannot create state directory " + state_dir + ": " + ec.message());
   if (launcher.background()) {
     if (const sup::Status s = redirect_stdio(state_dir); !s) return fail(s.error().message);
+    launcher.logging_to_file();
   }
   fuse_log(FUSE_LOG_NOTICE, "sbxfs %s starting: pid %d, mount point %s, state %s\n", SBX_VERSION,
            static_cast<int>(::getpid()), mountpoint.c_str(), state_dir.c_str());

@@ -70,3 +70,12 @@ TEST(DaemonCli, NumbersAreDigitsInTheirRangeAndTheStateDirIsAPath) {
   EXPECT_EQ(o.code, 1) << o.text;
   EXPECT_NE(o.text.find("the state directory is empty"), std::string::npos) << o.text;
 }
+
+TEST(DaemonCli, AFailedBackgroundStartSaysWhyOnce) {
+  auto o = run_daemon("--state-dir /etc/passwd /nonexistent/sbxfs-cli-test");
+  EXPECT_EQ(o.code, 1) << o.text;
+  const std::string why = "sbxfs: cannot create state directory /etc/passwd";
+  const std::size_t at = o.text.find(why);
+  ASSERT_NE(at, std::string::npos) << o.text;
+  EXPECT_EQ(o.text.find(why, at + 1), std::string::npos) << "said twice: " << o.text;
+}
