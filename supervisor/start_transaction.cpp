@@ -14,6 +14,7 @@
 
 #include "supervisor/auto_id.hpp"
 #include "supervisor/cgroup_limits.hpp"
+#include "supervisor/access_as.hpp"
 #include "supervisor/executable_check.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_job.hpp"
@@ -68,6 +69,9 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   struct stat st{};
   if (::stat(spec.cwd.c_str(), &st) != 0) return done(error_from_errno(errno, "cwd '" + spec.cwd + "'"));
   if (!S_ISDIR(st.st_mode)) return done(Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"});
+  // The monitor changes there before it drops to the writer's ids.
+  if (spec.run_as)
+    if (auto v = check_searchable_as(spec.cwd, *spec.run_as); !v) return done(v.error());
   if (spec.timeout_sec && *spec.timeout_sec <= 0) return done(Error{Errc::invalid_argument, "timeoutSec must be > 0"});
   if (spec.stop_grace_sec < 0) return done(Error{Errc::invalid_argument, "stopGraceSec must be >= 0"});
   if (!spec.name.empty())

@@ -31,6 +31,28 @@ TEST_F(AllowOtherTest, CommandRunsAsTheWriter) {
   EXPECT_EQ(r.out, "65534\n65534\n");
 }
 
+TEST_F(AllowOtherTest, AWorkingDirectoryTheWriterCannotSearchIsEacces) {
+  // Root's own folder (0700): the monitor could change there, nobody cannot.
+  const std::string closed = dir_ + "/closed";
+  ASSERT_EQ(mkdir_errno(closed), 0);
+  ASSERT_EQ(::chmod(closed.c_str(), 0700), 0);
+  const std::string open = dir_ + "/open";
+  ASSERT_EQ(mkdir_errno(open), 0);
+  ASSERT_EQ(::chmod(open.c_str(), 0755), 0);
+  auto r = as_nobody("echo {\\\"cmd\\\": \\\"pwd\\\", \\\"cwd\\\": \\\"" + closed + "\\\"} > \"$MNT/cmd\"");
+  EXPECT_NE(r.code, 0) << "started in a folder its user cannot enter";  // dash says "I/O error" for any errno
+  ASSERT_FALSE(errors().empty());
+  EXPECT_EQ(errors().back()["errno"], "EACCES");
+  EXPECT_NE(errors().back()["error"].get<std::string>().find("cannot be searched by uid 65534"), std::string::npos)
+      << errors().back();
+  EXPECT_TRUE(procs().empty());
+  // One it may enter runs, there.
+  r = as_nobody("exec 3<>\"$MNT/cmd\"; echo {\\\"cmd\\\": \\\"pwd\\\", \\\"cwd\\\": \\\"" + open +
+                "\\\"} >&3; read -r id <&3; cat \"$MNT/procs/$id/wait\" >/dev/null; cat \"$MNT/procs/$id/log\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, open + "\n");
+}
+
 TEST_F(AllowOtherTest, OthersCommandsAreInvisibleAndUnstoppable) {
   std::string root_id = start("sleep 30");
   ASSERT_FALSE(root_id.empty());
