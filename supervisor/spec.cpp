@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "supervisor/utf8.hpp"
 
@@ -167,6 +170,7 @@ Result<StartSpec> parse_json_request(const json& j, const std::string& default_c
       if (!v.is_string()) return invalid("'cwd' must be a string, not " + type_name(v));
       s.cwd = v.get<std::string>();
       if (s.cwd.empty()) return invalid("'cwd' is empty");
+      s.cwd_is_writers = s.cwd == default_cwd;
       if (has_nul(s.cwd)) return invalid("'cwd' contains a NUL byte");
     } else if (key == "env") {
       auto m = string_map(v, "env");
@@ -240,7 +244,23 @@ Result<StartSpec> parse_text_request(std::string_view text, const std::string& d
 Result<StartSpec> parse_request(std::string_view text, const std::string& default_cwd) {
   auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') {
-    json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    // A key given twice in one object would silently mean its last value.
+    std::vector<std::set<std::string>> keys;  // of each object being read
+    std::string twice;
+    const json::parser_callback_t note_keys = [&](int, json::parse_event_t ev, json& parsed) {
+      if (ev == json::parse_event_t::object_start) {
+        keys.emplace_back();
+      } else if (ev == json::parse_event_t::object_end) {
+        if (!keys.empty()) keys.pop_back();
+      } else if (ev == json::parse_event_t::key && twice.empty() && !keys.empty() && parsed.is_string() &&
+                 !keys.back().insert(parsed.get<std::string>()).second) {
+        twice = parsed.get<std::string>();
+      }
+      return true;
+    };
+    json j = json::parse(text.begin(), text.end(), note_keys, /*allow_exceptions=*/false);
+    if (!j.is_discarded() && !twice.empty())
+      return invalid("the key \"" + twice + "\" is given twice in one object: give it once");
     if (j.is_discarded()) {
       // Ask again with exceptions for a message that says where it broke.
       try {

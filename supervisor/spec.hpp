@@ -33,6 +33,9 @@ struct StartSpec {
   std::vector<std::string> argv;  ///< run directly; exactly one of argv / shell
   std::optional<std::string> shell;  ///< run as /bin/sh -c SHELL
   std::string cwd;                ///< absolute; required
+  /// cwd is where the writer is (not given, or given as that): the command
+  /// may run there whoever it runs as, as any child of the writer could.
+  bool cwd_is_writers = true;
   std::map<std::string, std::string> env;         ///< overlay on the supervisor's env
   std::map<std::string, std::string> secret_env;  ///< same, values masked when shown
   std::string note;

@@ -69,8 +69,9 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   struct stat st{};
   if (::stat(spec.cwd.c_str(), &st) != 0) return done(error_from_errno(errno, "cwd '" + spec.cwd + "'"));
   if (!S_ISDIR(st.st_mode)) return done(Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"});
-  // The monitor changes there before it drops to the writer's ids.
-  if (spec.run_as)
+  // The monitor changes there before it drops to the writer's ids: a
+  // folder the request names must be one its writer may enter.
+  if (spec.run_as && !spec.cwd_is_writers)
     if (auto v = check_searchable_as(spec.cwd, *spec.run_as); !v) return done(v.error());
   if (spec.timeout_sec && *spec.timeout_sec <= 0) return done(Error{Errc::invalid_argument, "timeoutSec must be > 0"});
   if (spec.stop_grace_sec < 0) return done(Error{Errc::invalid_argument, "stopGraceSec must be >= 0"});

@@ -51,6 +51,12 @@ TEST_F(AllowOtherTest, AWorkingDirectoryTheWriterCannotSearchIsEacces) {
                 "\\\"} >&3; read -r id <&3; cat \"$MNT/procs/$id/wait\" >/dev/null; cat \"$MNT/procs/$id/log\"");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, open + "\n");
+  // Where the writer already is, though: there, as for any child of it.
+  r = run("cd \"$D\" && exec setpriv --reuid 65534 --regid 65534 --clear-groups sh -c 'exec 3<>\"$MNT/cmd\"; "
+          "echo pwd >&3; read -r id <&3; cat \"$MNT/procs/$id/wait\" >/dev/null; cat \"$MNT/procs/$id/log\"'",
+          20, {{"D", closed}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, closed + "\n");
 }
 
 TEST_F(AllowOtherTest, OthersCommandsAreInvisibleAndUnstoppable) {

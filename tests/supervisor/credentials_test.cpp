@@ -1,4 +1,7 @@
 // run_as: the command (not its monitor) runs with the requester's credentials.
+#include <sys/fsuid.h>
+#include <unistd.h>
+
 #include "test_util.hpp"
 
 namespace sbxtest {
@@ -32,6 +35,40 @@ TEST_F(CredentialsTest, StopReachesADroppedTree) {
   EXPECT_FALSE(end->running);
   EXPECT_EQ(end->end_reason, "stopped");
   EXPECT_TRUE(marked_except_monitor(st->bg_id).empty()) << pids_to_string(marked());
+}
+
+TEST_F(CredentialsTest, AWorkingDirectoryTheUserCannotSearchIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to change user";
+  // The test's folder is 0700 and root's: the monitor could change there,
+  // the user the command runs as could not.
+  auto spec = shell("pwd");
+  spec.cwd_is_writers = false;  // named by the request
+  spec.run_as = sup::Credentials{65534, 65534, {}};
+  auto st = sup_->start(spec);
+  ASSERT_FALSE(st.ok()) << "started in a folder its user cannot enter";
+  EXPECT_EQ(st.error().code, sup::Errc::permission_denied);
+  EXPECT_NE(st.error().message.find("cannot be searched by uid 65534"), std::string::npos) << st.error().message;
+  EXPECT_TRUE(sup_->list_running().empty());
+  // Its groups count: the same folder open to group 4242 lets a member in.
+  ASSERT_EQ(::chown(spec.cwd.c_str(), 0, 4242), 0);
+  ASSERT_EQ(::chmod(spec.cwd.c_str(), 0710), 0);
+  spec.run_as = sup::Credentials{65534, 65534, {4242}};
+  st = sup_->start(spec);
+  SBX_ASSERT_OK(st);
+  auto end = wait_ended(st->bg_id);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(read_file(end->log_file), spec.cwd + "\n");
+  // Where the writer is (a process can stay in a folder it could not enter
+  // now): allowed, as for any child of the writer.
+  ASSERT_EQ(::chmod(spec.cwd.c_str(), 0700), 0);
+  spec.cwd_is_writers = true;
+  spec.run_as = sup::Credentials{65534, 65534, {}};
+  st = sup_->start(spec);
+  SBX_ASSERT_OK(st);
+  ASSERT_TRUE(wait_ended(st->bg_id));
+  // And this thread's own file-system ids are back (the check may have run here).
+  EXPECT_EQ(::setfsuid(static_cast<uid_t>(-1)), 0);
+  EXPECT_EQ(::setfsgid(static_cast<gid_t>(-1)), 0);
 }
 
 }  // namespace

@@ -124,6 +124,13 @@ TEST(ParseJson, EveryKey) {
   EXPECT_DOUBLE_EQ(s.stop_grace_sec, 0);
 }
 
+TEST(ParseJson, AKeyGivenTwiceInOneObjectIsRefused) {
+  EXPECT_TRUE(IsInvalid(sup::parse_request(R"({"cmd": "true", "cmd": "false"})", "/tmp"), {"\"cmd\"", "twice"}));
+  EXPECT_TRUE(IsInvalid(sup::parse_request(R"({"cmd": "env", "env": {"A": "1", "A": "2"}})", "/tmp"), {"\"A\"", "twice"}));
+  // The same key in different objects is no repetition.
+  SBX_EXPECT_OK(sup::parse_request(R"({"cmd": "env", "env": {"cmd": "x"}, "secretEnv": {"cmd": "y"}})", "/tmp"));
+}
+
 TEST(ParseJson, CmdFormAndDefaults) {
   auto r = parse_json_text(R"({"cmd": "make -j4"})", "/work/app");
   SBX_ASSERT_OK(r);
