@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdint>
-#include <limits>
-#include <string_view>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <string_view>
 #include <unistd.h>
 
 #include <fuse_opt.h>

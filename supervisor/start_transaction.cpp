@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "supervisor/access_as.hpp"
 #include "supervisor/auto_id.hpp"
 #include "supervisor/cgroup_limits.hpp"
-#include "supervisor/access_as.hpp"
 #include "supervisor/executable_check.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_job.hpp"
