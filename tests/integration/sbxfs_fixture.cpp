@@ -185,6 +185,14 @@ int sbxfs_mount_count(const std::string& mnt) {
 
 json parse_json(const std::string& text) { return json::parse(text, nullptr, false); }
 
+json step_of(const json& steps, const std::string& id, const std::string& kind) {
+  json found;
+  if (!steps.is_array()) return found;
+  for (const json& s : steps)
+    if (s.contains("bgId") && s.at("bgId") == id && s.contains("kind") && s.at("kind") == kind) found = s;  // bgId may be null
+  return found;
+}
+
 bool is_auto_id(const std::string& id) {
   static const std::regex re("^[0-9]{4,}$");
   return std::regex_match(id, re);
@@ -436,11 +444,7 @@ std::vector<std::string> SbxfsTest::procs() {
 }
 
 bool SbxfsTest::has_step(const std::string& kind, const std::string& id) {
-  const json steps = parse_json(read_file(p("steps.json")).data);
-  if (!steps.is_array()) return false;
-  for (const json& s : steps)
-    if (s.value("kind", "") == kind && s.value("bgId", "") == id) return true;
-  return false;
+  return step_of(parse_json(read_file(p("steps.json")).data), id, kind).is_object();
 }
 
 std::vector<json> SbxfsTest::errors() {

@@ -78,6 +78,8 @@ const std::string& python_path();
 int sbxfs_mount_count(const std::string& mnt);
 /// Parses JSON or returns a discarded value (is_discarded()).
 json parse_json(const std::string& text);
+/// The last step of `kind` for `id` in a steps list (steps.json); null if none.
+json step_of(const json& steps, const std::string& id, const std::string& kind);
 /// Matches `^[0-9]{4,}$`, the shape of an automatic bgId.
 bool is_auto_id(const std::string& id);
 /// Matches an ISO-8601 UTC timestamp such as 2026-11-29T22:15:47.123Z.

@@ -154,13 +154,6 @@ TEST_F(FairShareOptionTest, TheShareIsAnOption) {
 }
 
 /// The step of steps.json (the last one) about `id` of `kind`.
-json step_of(const json& steps, const std::string& id, const std::string& kind) {
-  json found;
-  for (const json& s : steps)
-    if (s["bgId"] == id && s["kind"] == kind) found = s;
-  return found;
-}
-
 TEST_F(SharingTest, StepsCarryTheSeedsFieldsAndSurviveARestart) {
   // A start that waits for a go file, so it ends while we look.
   const std::string id = start_as("agent-s", "while [ ! -e \"$T/go\" ]; do sleep 0.02; done; exit 3");
