@@ -65,6 +65,18 @@ void log_line(fuse_log_level level, const char* fmt, va_list ap) {
   }
 }
 
+/// Before the session exists libfuse speaks only of the command line, to the
+/// terminal: its lines read like sbxfs's own errors there.
+void command_line_error(fuse_log_level, const char* fmt, va_list ap) {
+  std::lock_guard g(g_log_mu);
+  if (g_at_line_start) std::fputs("sbxfs: ", stderr);
+  char msg[2048];
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  const std::size_t len = std::strlen(msg);
+  std::fputs(msg, stderr);
+  g_at_line_start = len > 0 && msg[len - 1] == '\n';
+}
+
 std::string last_fuse_error() {
   std::lock_guard g(g_log_mu);
   return g_last_error;
@@ -226,7 +238,6 @@ extern "C" const char* __lsan_default_suppressions() { return "leak:fuse_session
 extern "C" const char* __lsan_default_options() { return "print_suppressions=0"; }
 
 int run(Options& opts) {
-  fuse_set_log_func(log_line);
   const std::string mountpoint = absolute_path(opts.mountpoint);
   const std::string state_dir = absolute_path(opts.state_dir);
 
@@ -243,9 +254,11 @@ int run(Options& opts) {
   // The session now, before forking: a bad -o option is reported here, on the
   // terminal. Its userdata is where the Filesystem will be once it exists.
   Filesystem* fs_slot = nullptr;
+  fuse_set_log_func(command_line_error);
   fuse_session* se = fuse_session_new(&opts.fuse, &lowlevel_ops(), sizeof(fuse_lowlevel_ops), &fs_slot);
   fuse_opt_free_args(&opts.fuse);
   if (!se) return 1;  // libfuse said why
+  fuse_set_log_func(log_line);
 
   // Fork before any thread exists: the supervisor's event loop starts below.
   Launcher launcher(opts.foreground);
@@ -255,6 +268,9 @@ int run(Options& opts) {
     return 1;
   };
 
+  // A live sbxfs at the mount point refuses this start before anything of
+  // it exists: no state directory is made, no record taken back.
+  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   if (ec) return fail("cannot create state directory " + state_dir + ": " + ec.message());
@@ -283,7 +299,6 @@ int run(Options& opts) {
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());
 
-  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
   std::filesystem::create_directories(mountpoint, ec);
   if (ec) return fail("cannot create mount point " + mountpoint + ": " + ec.message());
 

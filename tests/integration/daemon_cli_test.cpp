@@ -79,3 +79,10 @@ TEST(DaemonCli, AFailedBackgroundStartSaysWhyOnce) {
   ASSERT_NE(at, std::string::npos) << o.text;
   EXPECT_EQ(o.text.find(why, at + 1), std::string::npos) << "said twice: " << o.text;
 }
+
+TEST(DaemonCli, AnOptionLibfuseDoesNotKnowIsNamedAsOurOwnErrorsAre) {
+  auto o = run_daemon("-f -o no_such_option --state-dir /nonexistent/sbxfs-cli-state /nonexistent/sbxfs-cli-test");
+  EXPECT_EQ(o.code, 1) << o.text;
+  EXPECT_EQ(o.text.rfind("sbxfs: ", 0), 0u) << o.text;
+  EXPECT_NE(o.text.find("unknown option(s): `-o no_such_option'"), std::string::npos) << o.text;
+}

@@ -240,10 +240,15 @@ TEST_F(RestartTest, SecondDaemonOnTheSameStateDirIsRefused) {
 }
 
 TEST_F(RestartTest, LiveMountAtTheMountPointIsRefused) {
-  ASSERT_EQ(mkdir_errno(dir_ + "/state2"), 0);
   auto r = run_argv({SBXFS_PATH, "-f", "--state-dir", dir_ + "/state2", mnt_}, 10);
   EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_FALSE(r.err.empty()) << "an error message is expected";
+  EXPECT_NE(r.err.find("a live sbxfs is already mounted at " + mnt_), std::string::npos) << r.err;
+  EXPECT_EQ(stat_errno(dir_ + "/state2"), ENOENT) << "a refused start makes no state directory";
+  // The same without -f.
+  r = run_argv({SBXFS_PATH, "--state-dir", dir_ + "/state2", mnt_}, 10);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("a live sbxfs is already mounted at"), std::string::npos) << r.err;
+  EXPECT_EQ(stat_errno(dir_ + "/state2"), ENOENT);
   EXPECT_EQ(sbxfs_mount_count(mnt_), 1);
   EXPECT_EQ(stat_errno(p("status.json")), 0) << "the first daemon still serves";
   EXPECT_EQ(root_status()["supervisor"]["pid"], daemon_pid());
