@@ -363,6 +363,9 @@ bool Loop::run_over() {
 
 void Loop::arm_delay() {
   disarm_timeout();
+  // The run's cause is told in its marker; what ends the record during the
+  // delay is a stop, whatever ended the run (a timeout, say).
+  cause_ = Cause::none;
   struct itimerspec off = {};
   ::timerfd_settime(m_.kill_tfd, 0, &off, nullptr);
   // The next run joins the cgroup: a frozen one would stop it at once.

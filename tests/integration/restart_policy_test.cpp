@@ -177,6 +177,21 @@ TEST_P(RestartPolicyTest, StopDuringTheDelayEndsThePolicyAtOnce) {
   EXPECT_EQ(lines_of(runs_file()).size(), 1u);
 }
 
+TEST_P(RestartPolicyTest, StopDuringTheDelayAfterATimeoutIsAStop) {
+  const std::string id = record({{"cmd", "sleep 30"},
+                                 {"restart", "on-failure"},
+                                 {"restartDelaySec", 30},
+                                 {"timeoutSec", 0.3}});
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return status_json(id)["state"] == "restarting"; }, 10s)) << status_json(id).dump();
+  EXPECT_NE(log(id).find("[sbxfs: timedOut (SIGTERM); restart 1 in 30 s]"), std::string::npos) << log(id);
+  const json after = stop(id);
+  EXPECT_EQ(after["endReason"], "stopped") << after.dump();
+  EXPECT_EQ(after["timedOut"], false) << after.dump();
+  EXPECT_EQ(after["signal"], "SIGTERM") << "the last run's";
+  EXPECT_EQ(wait_json(id, 5)["proc"]["endReason"], "stopped");
+}
+
 TEST_P(RestartPolicyTest, AlwaysRestartedAfterAKillWhileTheDaemonIsDown) {
   const std::string id = record({{"cmd", "echo $$ >> \"$RUNS\"; exec sleep 30"},
                                  {"env", {{"RUNS", runs_file()}}},
