@@ -201,7 +201,7 @@ class ReadyHandle : public BlockingReadHandle {
         {"matched", std::move(m)},
         {"stillRunning", st.running},
     };
-    if (own && !record_cond_) j["readyWhen"] = own->condition().describe();
+    if (own && !record_cond_) j["readyWhen"] = fs_.sup().mask(own->condition().describe(), id_);
     return dump_json(j);
   }
 };

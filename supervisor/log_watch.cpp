@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "supervisor/log_watch_filter.hpp"
+#include "supervisor/secrets.hpp"
 #include "supervisor/unique_fd.hpp"
 #include "supervisor/utf8.hpp"
 
@@ -56,6 +57,12 @@ struct LogWatch::Entry {
   std::optional<std::vector<std::string>> atoms;  // its literals (LogWatchFilter); none: every line is searched
   bool done = false;        // matched or removed
   OnMatch fn;
+};
+
+/// The matches of one pass, and how a matched line is shown.
+struct LogWatch::Fired {
+  const std::vector<std::string>& secrets;
+  std::vector<std::pair<std::shared_ptr<Entry>, ReadyMatch>> hits;
 };
 
 /// Conditions searched together over the same lines: an RE2::Set finds
@@ -126,11 +133,20 @@ struct LogWatch::Group {
           ReadyMatch rm;
           rm.kind = ReadyCondition::Kind::log;
           rm.stream = s == 0 ? "stdout" : "stderr";
-          rm.text = cut(line, kMaxMatchText);
-          rm.match = cut(std::string_view(m.data(), m.size()), kMaxMatchText);
+          // Masked whole, then cut: neither the cut nor the match's edges
+          // may leave part of a secret.
+          std::string masked;
+          std::string_view shown = line;
+          if (!fired->secrets.empty()) {
+            masked.assign(line);
+            mask_secrets_in_place(masked, fired->secrets);
+            shown = masked;
+          }
+          rm.text = cut(shown, kMaxMatchText);
+          rm.match = cut(shown.substr(static_cast<std::size_t>(m.data() - line.data()), m.size()), kMaxMatchText);
           rm.cursor = cursor;
           rm.time_us = time_us;
-          fired->emplace_back(e, std::move(rm));
+          fired->hits.emplace_back(e, std::move(rm));
           break;
         }
         if (end >= region.size()) break;
@@ -290,7 +306,8 @@ struct LogWatch::Scanner {
   }
 };
 
-LogWatch::LogWatch(std::string dir) : dir_(std::move(dir)) {}
+LogWatch::LogWatch(std::string dir, std::vector<std::string> secrets)
+    : dir_(std::move(dir)), secrets_(std::move(secrets)) {}
 LogWatch::~LogWatch() = default;
 
 std::uint64_t LogWatch::add(const ReadyCondition& c, OnMatch fn) {
@@ -420,7 +437,7 @@ void LogWatch::pass(bool at_end) {
     return;
   }
   if (!open_index()) return;
-  Fired fired;
+  Fired fired{secrets_, {}};
   auto tails = [&](Scanner& s) { s.tails(at_end, [this](std::size_t c) { return cursor_of(c); }, &fired); };
   if (main_) {
     feed(*main_, &fired);
@@ -445,7 +462,7 @@ void LogWatch::output() { pass(false); }
 void LogWatch::finish() { pass(true); }
 
 void LogWatch::fire(Fired& fired) {
-  for (auto& [e, m] : fired)
+  for (auto& [e, m] : fired.hits)
     if (e->fn) {
       OnMatch fn = std::move(e->fn);
       e->fn = nullptr;
@@ -455,7 +472,7 @@ void LogWatch::fire(Fired& fired) {
 
 std::shared_ptr<LogWatch> LogWatches::of(const std::string& id) {
   auto& w = watches_[id];
-  if (!w) w = std::make_shared<LogWatch>(dir_of_(id));
+  if (!w) w = std::make_shared<LogWatch>(dir_of_(id), secrets_of_(id));
   return w;
 }
 

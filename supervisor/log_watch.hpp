@@ -37,8 +37,10 @@ class LogWatch {
  public:
   using OnMatch = std::function<void(const ReadyMatch&)>;
 
-  /// The command's record folder (its `index` and `log`).
-  explicit LogWatch(std::string dir);
+  /// The command's record folder (its `index` and `log`), and the secrets
+  /// masked in a matched line (each of their bytes a '*', as in the log's
+  /// views) before it is cut: a match never shows part of one.
+  explicit LogWatch(std::string dir, std::vector<std::string> secrets = {});
   ~LogWatch();
   LogWatch(const LogWatch&) = delete;
   LogWatch& operator=(const LogWatch&) = delete;
@@ -58,7 +60,7 @@ class LogWatch {
   struct Group;
   struct StreamConditions;
   struct Scanner;
-  using Fired = std::vector<std::pair<std::shared_ptr<Entry>, ReadyMatch>>;
+  struct Fired;
   void pass(bool at_end);
   /// Opens the index once there is one; false while there is nothing to read.
   bool open_index();
@@ -69,6 +71,7 @@ class LogWatch {
   static void fire(Fired& fired);
 
   const std::string dir_;
+  const std::vector<std::string> secrets_;
   LogIndex index_;
   bool legacy_ = false;  // a record of a build before the index: `log` alone, as one stdout
   std::uint64_t next_token_ = 1;
@@ -80,8 +83,11 @@ class LogWatch {
 /// The LogWatch of each running command that has log conditions (loop thread).
 class LogWatches {
  public:
-  /// `dir_of` gives a command's record folder.
-  explicit LogWatches(std::function<std::string(const std::string&)> dir_of) : dir_of_(std::move(dir_of)) {}
+  using Lookup = std::function<std::string(const std::string&)>;
+  using SecretsOf = std::function<std::vector<std::string>(const std::string&)>;
+  /// `dir_of` gives a command's record folder, `secrets_of` its secrets.
+  LogWatches(Lookup dir_of, SecretsOf secrets_of)
+      : dir_of_(std::move(dir_of)), secrets_of_(std::move(secrets_of)) {}
   /// The watch of command `id`, made on first use.
   std::shared_ptr<LogWatch> of(const std::string& id);
   void output(const std::string& id);
@@ -90,7 +96,8 @@ class LogWatches {
   void clear() { watches_.clear(); }
 
  private:
-  std::function<std::string(const std::string&)> dir_of_;
+  Lookup dir_of_;
+  SecretsOf secrets_of_;
   std::map<std::string, std::shared_ptr<LogWatch>> watches_;
 };
 

@@ -78,7 +78,7 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
     s.dropped_bytes = has_ended(r.state) ? r.dropped : dropped_bytes(dir).value_or(0);
   }
   if (r.ready_cond) {
-    s.ready_when = r.ready_cond->describe();
+    s.ready_when = mask_secrets(r.ready_cond->describe(), secrets_of(&r));
     s.ready = r.ready;
     s.ready_at = r.ready_at;
     s.ready_cond = r.ready_cond;

@@ -61,7 +61,13 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   try {
     impl->loop = std::make_unique<EventLoop>();
     Impl* ip = impl.get();
-    impl->log_watches = std::make_unique<LogWatches>([ip](const std::string& id) { return ip->dir_of(id); });
+    impl->log_watches = std::make_unique<LogWatches>(
+        [ip](const std::string& id) { return ip->dir_of(id); },
+        [ip](const std::string& id) {
+          std::lock_guard g(ip->mu);
+          auto it = ip->records.find(id);
+          return ip->secrets_of(it == ip->records.end() ? nullptr : &it->second);
+        });
     impl->reader_probes = std::make_unique<ReaderProbes>(*impl->loop, *impl->log_watches,
                                                          [ip](const std::string& id) { ip->want_output(id); });
   } catch (const std::exception& e) {
@@ -208,7 +214,7 @@ Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const 
     // a port or an http server of an ended command has nothing to probe.
     if (c.kind == ReadyCondition::Kind::log) {
       std::optional<ReadyMatch> found;
-      LogWatch whole(I.dir_of(id));
+      LogWatch whole(I.dir_of(id), secrets(id));
       whole.add(c, [&found](const ReadyMatch& m) { found = m; });
       whole.finish();
       if (found) on_ready(*found);

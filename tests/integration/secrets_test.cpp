@@ -43,5 +43,27 @@ print('ok', len(whole))
   EXPECT_NE(read_file(state_ + "/procs/" + id + "/log").data.find(secret), std::string::npos);
 }
 
+TEST_F(SecretsTest, ReadinessShowsNoPartOfASecret) {
+  // The line holds the secret; the conditions name it or end inside it.
+  std::string id = start(R"({"cmd": "echo \"key=$TOKEN ok\"; exec sleep 30", "name": "sr",)"
+                         R"( "secretEnv": {"TOKEN": "hunter2"}, "readyLog": "hunter2"})");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return status_json(id)["ready"] == true; }, 10s)) << status_json(id).dump();
+  for (const std::string& rel : {std::string("status.json"), std::string("status.json,all"), "procs/" + id + "/status.json",
+                                 "procs/" + id + "/ready", "procs/" + id + "/ready,readyLog=.{6}"}) {
+    const std::string body = file(rel);
+    EXPECT_EQ(body.find("hunter2"), std::string::npos) << rel << ": " << body;
+    EXPECT_EQ(body.find("hunt"), std::string::npos) << rel << ": " << body;
+    EXPECT_EQ(body.find("ter2"), std::string::npos) << rel << ": " << body;
+  }
+  EXPECT_EQ(status_json(id)["readyWhen"], "log ****");
+  const json own = parse_json(file("procs/" + id + "/ready,readyLog==.{6}"));
+  EXPECT_EQ(own["matched"]["match"], "=******") << own.dump();
+  EXPECT_EQ(own["matched"]["text"], "key=******* ok") << own.dump();
+  EXPECT_EQ(own["readyWhen"], "log =.{6}");
+  // A reader's own condition naming the secret is masked in its answer too.
+  EXPECT_EQ(parse_json(file("procs/" + id + "/ready,readyLog=y.hunter2"))["readyWhen"], "log y.****");
+}
+
 }  // namespace
 }  // namespace sbxit

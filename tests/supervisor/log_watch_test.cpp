@@ -83,6 +83,22 @@ TEST_F(LogWatchTest, EachConditionMatchesItsOwnFirstLineWithTheOutputsTimeAndCur
   EXPECT_FALSE(w.empty());  // NEVER still waits
 }
 
+TEST_F(LogWatchTest, AMatchedLineShowsNoPartOfASecret) {
+  LogWatch w(tmp_.path(), {"hunter2"});
+  std::optional<ReadyMatch> edge, inside, cut;
+  w.add(cond("log =.{6}"), to(&edge));  // ends inside the secret
+  w.add(cond("log unter"), to(&inside));  // all inside it
+  w.add(cond("log end$"), to(&cut));  // a line cut inside a secret
+  chunk(LogStream::out, "key=hunter2 ok\n" + std::string(sup::kMaxMatchText - 3, 'A') + "hunter2 end\n", 1);
+  w.output();
+  ASSERT_TRUE(edge && inside && cut);
+  EXPECT_EQ(edge->text, "key=******* ok");
+  EXPECT_EQ(edge->match, "=******");
+  EXPECT_EQ(inside->match, "*****");
+  EXPECT_EQ(cut->text, std::string(sup::kMaxMatchText - 3, 'A') + "***");
+  EXPECT_EQ(cut->match, "end");
+}
+
 TEST_F(LogWatchTest, StreamsHaveTheirOwnLinesAndConditionsTheirStream) {
   LogWatch w(tmp_.path());
   std::optional<ReadyMatch> out, err, both;
