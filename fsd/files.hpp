@@ -51,7 +51,7 @@ std::unique_ptr<Handle> open_stream(Filesystem& fs, const Node& node, const Open
 bool has_index(const sup::CommandStatus& st);
 /// stat of procs/ID/stdout or stderr from the index: its size, the log's
 /// times. False for other files, or without an index.
-bool stream_attr(const Node& node, struct stat* st);
+bool stream_attr(Filesystem& fs, const Node& node, struct stat* st);
 
 // scratch_file.cpp: scratch files (ScratchFiles) as the tree shows them.
 /// Where `dir`'s scratch files are, relative to the mount point ("" for the

@@ -27,6 +27,7 @@
 #include "fsd/param_nodes.hpp"
 #include "fsd/parked_requests.hpp"
 #include "fsd/scratch_files.hpp"
+#include "fsd/stamped_lengths.hpp"
 #include "fsd/start_requests.hpp"
 #include "supervisor/box_report.hpp"
 #include "supervisor/box_steps.hpp"
@@ -113,6 +114,7 @@ class Filesystem {
   /// readers see different listings (allow_other).
   ListingCache* listings() { return cfg_.allow_other ? nullptr : &listings_; }
   EndedLines& ended_lines() { return ended_lines_; }
+  StampedLengths& stamped_lengths() { return stamped_lengths_; }
 
   /// Adds an action done through the tree to the box's steps (root
   /// status.json `steps`, steps.json): `summary` and the note masked, cwd,
@@ -158,6 +160,7 @@ class Filesystem {
     sup_.cancel_starts();
     parked_.shutdown();
     follows_.shutdown();
+    stamped_lengths_.clear();
     handles_.clear();
   }
 
@@ -188,6 +191,7 @@ class Filesystem {
   CacheInvalidator invalidator_{std::chrono::seconds(1)};
   EndedOutputCache ended_output_{sup_, invalidator_};  // after invalidator_, which it uses
   ListingCache listings_;
+  StampedLengths stamped_lengths_;  // after follows_, which its handles use
 
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_

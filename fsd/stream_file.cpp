@@ -2,7 +2,8 @@
 // with parameters of log, stdout and stderr: `,follow` (a read at the end
 // waits for more and gets EOF once the command has ended) and
 // `,timestamps` (each line prefixed by the time its first byte was read,
-// `2026-12-01T07:00:00.123Z `).
+// `2026-12-01T07:00:00.123Z `; its size is that text's, counted as it is
+// made: stamped_lengths.hpp).
 //
 // The bytes are those the index (supervisor/log_index.hpp) says, in the
 // head and the tail segments, through one LogView per open file
@@ -58,11 +59,20 @@ class StreamHandle : public FollowedReadHandle {
 
   bool fstat(struct stat* st) override {
     std::lock_guard g(mu_);
-    if (timestamps_) return false;  // longer than any file: the path's size is a lower bound
     if (ensure() != 0) return false;
     if (raw_) return ::fstat(raw_.get(), st) == 0;
     if (!index_.is_open() || ::fstat(index_.log_fd(), st) != 0) return false;
-    st->st_size = static_cast<off_t>(view_.size(index_));
+    if (timestamps_) {
+      // Its own length, counted on as the log grows: `tail -f` and `wc -c` go by it.
+      Stamped count{nullptr, counted_};
+      advance(count_, count, [] { return true; });
+      counted_ = count.length;
+      st->st_size = static_cast<off_t>(counted_);
+      st->st_blocks = (st->st_size + 511) / 512;
+      return true;
+    } else {
+      st->st_size = static_cast<off_t>(view_.size(index_));
+    }
     st->st_blocks = (st->st_size + 511) / 512;
     return true;
   }
@@ -112,7 +122,7 @@ class StreamHandle : public FollowedReadHandle {
       return ::fstat(raw_.get(), &st) == 0 && at < static_cast<std::uint64_t>(st.st_size);
     }
     if (!index_.is_open()) return false;
-    if (timestamps_) return at < text_base_ + text_.size() || next_no_ < index_.end();
+    if (timestamps_) return at < text_base_ + text_.size() || read_.next_no < index_.end();
     return at < view_.size(index_);
   }
 
@@ -185,15 +195,67 @@ class StreamHandle : public FollowedReadHandle {
     return true;
   }
 
-  /// Appends `bytes`, each line prefixed by `stamp`.
-  void append_stamped(const std::string& stamp, const std::string& bytes) {
+  /// Where a generation of the timestamped text is in the chunks.
+  struct StampState {
+    std::uint64_t next_no = 0;  // the next chunk to stamp
+    std::uint64_t sel_pos = 0;  // where the selection is, after what was stamped
+    bool line_start = true;
+    bool after_gap = false;     // a marker was just stamped
+  };
+  /// Where the text goes: kept in `text` (when given), counted in `length`.
+  struct Stamped {
+    std::string* text;
+    std::uint64_t length;
+    void add(std::string_view bytes) {
+      if (text) text->append(bytes);
+      length += bytes.size();
+    }
+  };
+
+  /// Adds `bytes`, each line prefixed by `stamp`.
+  static void append_stamped(StampState& s, Stamped& out, const std::string& stamp, std::string_view bytes) {
     for (std::size_t i = 0; i < bytes.size();) {
-      if (line_start_) text_ += stamp;
+      if (s.line_start) out.add(stamp);
       const void* nl = std::memchr(bytes.data() + i, '\n', bytes.size() - i);
       const std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) + 1 : bytes.size();
-      text_.append(bytes, i, end - i);
-      line_start_ = nl != nullptr;
+      out.add(bytes.substr(i, end - i));
+      s.line_start = nl != nullptr;
       i = end;
+    }
+  }
+
+  /// Stamps the chunks after `s` into `out` while `more()` and they are known.
+  template <class More>
+  void advance(StampState& s, Stamped& out, More more) {
+    while (more() && s.next_no < index_.end()) {
+      const sup::LogChunk* c = index_.chunk(s.next_no);
+      if (!c) {
+        if (s.next_no >= index_.kept_from()) break;  // not known yet
+        // Dropped by log_max: a marker line where this selection lost bytes.
+        const std::uint64_t kept = index_.kept_start(sel_);
+        if (kept > s.sel_pos) {
+          const sup::LogChunk* next = index_.chunk(index_.kept_from());
+          if (!s.line_start) out.add("\n");
+          s.line_start = true;
+          append_stamped(s, out, sup::iso_of_us(next ? next->time_us : 0) + " ", sup::log_marker_line(index_.log_max()));
+          s.after_gap = true;
+        }
+        s.next_no = index_.kept_from();
+        s.sel_pos = std::max(s.sel_pos, kept);
+        continue;
+      }
+      if (!sup::in_selection(c->stream, sel_)) {
+        ++s.next_no;
+        continue;
+      }
+      const std::uint64_t at = index_.position(s.next_no, sel_), to = at + c->length;
+      const bool before_gap = index_.tail_begun() && to == index_.head_size(sel_) && index_.kept_start(sel_) > to;
+      std::string bytes;
+      if (!masked(at, to, s.after_gap, before_gap, &bytes)) break;  // not all in the log yet
+      append_stamped(s, out, sup::iso_of_us(c->time_us) + " ", bytes);
+      s.after_gap = false;
+      s.sel_pos = to;
+      ++s.next_no;
     }
   }
 
@@ -204,47 +266,18 @@ class StreamHandle : public FollowedReadHandle {
     if (off < text_base_) {
       text_.clear();
       text_base_ = 0;
-      next_no_ = 0;
-      sel_pos_ = 0;
-      line_start_ = true;
-      after_gap_ = false;
+      read_ = StampState{};
     }
-    while (text_base_ + text_.size() < off + size && next_no_ < index_.end()) {
+    Stamped sink{&text_, 0};
+    advance(read_, sink, [&] {
       // What the reader has passed is dropped: a long log never sits in memory.
       if (off > text_base_) {
         const std::size_t drop = std::min<std::uint64_t>(off - text_base_, text_.size());
         text_.erase(0, drop);
         text_base_ += drop;
       }
-      const sup::LogChunk* c = index_.chunk(next_no_);
-      if (!c) {
-        if (next_no_ >= index_.kept_from()) break;  // not known yet
-        // Dropped by log_max: a marker line where this selection lost bytes.
-        const std::uint64_t kept = index_.kept_start(sel_);
-        if (kept > sel_pos_) {
-          const sup::LogChunk* next = index_.chunk(index_.kept_from());
-          if (!line_start_) text_ += '\n';
-          line_start_ = true;
-          append_stamped(sup::iso_of_us(next ? next->time_us : 0) + " ", sup::log_marker_line(index_.log_max()));
-          after_gap_ = true;
-        }
-        next_no_ = index_.kept_from();
-        sel_pos_ = std::max(sel_pos_, kept);
-        continue;
-      }
-      if (!sup::in_selection(c->stream, sel_)) {
-        ++next_no_;
-        continue;
-      }
-      const std::uint64_t at = index_.position(next_no_, sel_), to = at + c->length;
-      const bool before_gap = index_.tail_begun() && to == index_.head_size(sel_) && index_.kept_start(sel_) > to;
-      std::string bytes;
-      if (!masked(at, to, after_gap_, before_gap, &bytes)) break;  // not all in the log yet
-      append_stamped(sup::iso_of_us(c->time_us) + " ", bytes);
-      after_gap_ = false;
-      sel_pos_ = to;
-      ++next_no_;
-    }
+      return text_base_ + text_.size() < off + size;
+    });
     if (off >= text_base_ && off < text_base_ + text_.size())
       *out = text_.substr(static_cast<std::size_t>(off - text_base_), size);
     return 0;
@@ -264,10 +297,9 @@ class StreamHandle : public FollowedReadHandle {
   bool reported_ = false;
   std::string text_;            // timestamped text from text_base_
   std::uint64_t text_base_ = 0;
-  std::uint64_t next_no_ = 0;   // the next chunk to stamp
-  std::uint64_t sel_pos_ = 0;   // where the selection is, after what was stamped
-  bool line_start_ = true;
-  bool after_gap_ = false;      // a marker was just stamped
+  StampState read_;             // the reader's text: how far it was made
+  StampState count_;            // its length (fstat): how far it was counted
+  std::uint64_t counted_ = 0;
 };
 
 }  // namespace
@@ -282,11 +314,17 @@ std::unique_ptr<Handle> open_stream(Filesystem& fs, const Node& node, const Open
                                         node.keys().has("timestamps"));
 }
 
-bool stream_attr(const Node& node, struct stat* st) {
+bool stream_attr(Filesystem& fs, const Node& node, struct stat* st) {
   const LogSelection sel = selection_of(node.kind);
   const std::string dir = FollowedReadHandle::dir_of(*node.record);
   // The log itself is its file until the tail begins (a cheap look first).
-  if (sel == LogSelection::all && !sup::head_continued(dir)) return false;
+  if (sel == LogSelection::all && !sup::head_continued(dir) && !node.keys().has("timestamps")) return false;
+  if (node.keys().has("timestamps")) {
+    const sup::CommandStatus& rec = *node.record;
+    const std::string key = dir + "/" + std::to_string(static_cast<int>(sel)) + "/" + std::to_string(rec.log_owner);
+    return fs.stamped_lengths().attr(
+        key, [&] { return std::make_unique<StreamHandle>(fs, rec, sel, false, true); }, st);
+  }
   sup::LogIndex index;
   if (index.open(dir) != 0 || ::fstat(index.log_fd(), st) != 0) return false;
   sup::LogView view(sel, {});

@@ -146,7 +146,7 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
     // The real size, so `tail -f` and friends see the file grow.
     struct stat backing {};
     const std::string path = log_path(node);
-    if ((open && open->fstat(&backing)) || stream_attr(node, &backing) ||
+    if ((open && open->fstat(&backing)) || stream_attr(fs, node, &backing) ||
         (!path.empty() && ::stat(path.c_str(), &backing) == 0)) {
       st.st_size = backing.st_size;
       st.st_blocks = backing.st_blocks;

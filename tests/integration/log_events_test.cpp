@@ -5,6 +5,7 @@
 // The commands here write in steps that each wait until the monitor has
 // put the previous one in the log (the writer watches the log's size), so
 // the order of the chunks across the two pipes is known exactly.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <string>
@@ -183,6 +184,29 @@ TEST_F(LogEvents, FollowersEndByThemselvesSoonAfterTheCommand) {
   auto r = run("cat " + base + "log,follow\"", 5);
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "first\nerr\nlast\n");
+}
+
+TEST_F(LogEvents, TimestampedViewsHaveTheirOwnLengthSoTailAndWcWork) {
+  const std::string go = dir_ + "/go";
+  const std::string id = start("echo first; echo err >&2; while [ ! -e '" + go + "' ]; do sleep 0.01; done; echo last");
+  ASSERT_FALSE(id.empty());
+  const std::string view = "\"$MNT/procs/" + id + "/log,timestamps\"";
+  // tail -f polls the file's size (fstat) and reads what it grew by.
+  const pid_t tail_f = spawn_bg("exec tail -f " + view + " > " + dir_ + "/tail.out");
+  ASSERT_TRUE(wait_until([&] { return read_file(dir_ + "/tail.out").data.find("err") != std::string::npos; }, 10s));
+  ASSERT_EQ(write_file(go, "", O_WRONLY | O_CREAT), 0);
+  wait_json(id);
+  ASSERT_TRUE(wait_until([&] { return read_file(dir_ + "/tail.out").data.find("last") != std::string::npos; }, 10s))
+      << read_file(dir_ + "/tail.out").data;
+  ::kill(tail_f, SIGTERM);
+  wait_bg(tail_f, 5s);
+  const std::string whole = file("procs/" + id + "/log,timestamps");
+  EXPECT_EQ(read_file(dir_ + "/tail.out").data, whole) << "tail -f saw each line once, and no truncation";
+  auto r = run("wc -c < " + view + "; tail -n 1 " + view + "; stat -c %s " + view, 10);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string last_line = whole.substr(whole.rfind('\n', whole.size() - 2) + 1);
+  EXPECT_EQ(r.out, std::to_string(whole.size()) + "\n" + last_line + std::to_string(whole.size()) + "\n");
+  EXPECT_EQ(last_line.substr(last_line.size() - 6), " last\n") << last_line;
 }
 
 TEST_F(LogEvents, PollIsReadableOnlyWhenThereIsMore) {
