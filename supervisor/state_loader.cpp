@@ -115,9 +115,10 @@ void Supervisor::Impl::load_record(const std::string& id) {
       const std::uint64_t n = std::strtoull(cg.c_str() + cg.rfind('-') + 1, nullptr, 10);
       if (n >= cgroup_serial) cgroup_serial = n + 1;
     }
-    // A frozen cgroup is a command paused before the restart; a monitor
+    // A frozen cgroup is a command paused before the restart; without a
+    // cgroup, a command whose first process is stopped (T) is; a monitor
     // between two runs (restart policy) says when the next one starts.
-    if (const std::string& cg = it->second.monitor.cgroup; !cg.empty() && Cgroup(cg).frozen())
+    if (paused_before(it->second.monitor))
       it->second.state = transition(it->second.state, CommandEvent::pause_asked).next;
     it->second.state = apply_run_state(it->second.state, it->second.monitor);
     ++running;
@@ -125,6 +126,12 @@ void Supervisor::Impl::load_record(const std::string& id) {
     watch_running(it->second);
     if (it->second.ready_cond && !it->second.ready) loop->post([this, id] { start_probe(id); });
   }
+}
+
+bool Supervisor::Impl::paused_before(const MonitorInfo& m) {
+  if (!m.cgroup.empty()) return Cgroup(m.cgroup).frozen();
+  ProcStat ps;
+  return m.pid > 0 && read_proc_stat(m.pid, &ps) && ps.state == 'T' && (m.pid_start == 0 || ps.starttime == m.pid_start);
 }
 
 Status Supervisor::Impl::load() {

@@ -161,6 +161,9 @@ struct Supervisor::Impl {
   // state_loader.cpp
   Status load();
   void load_record(const std::string& id);
+  /// A running command taken back was paused by the daemon before: its
+  /// cgroup is frozen, or (no cgroup) its first process is stopped.
+  static bool paused_before(const MonitorInfo& m);
 
   // record_table.cpp: the only ways a record enters or leaves `records`.
   /// Puts `r` under `id`, in the place of any record there (moved to

@@ -408,6 +408,20 @@ TEST_F(ProcTreeTest, StopIsPausedAndContRuns) {
   EXPECT_EQ(status_json(id)["state"], "running");
 }
 
+TEST_F(ProcTreeTest, APausedCommandIsStillPausedAfterADaemonRestart) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  const pid_t root = status_json(id)["pid"];
+  ASSERT_EQ(run("echo STOP > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}}).code, 0);
+  ASSERT_TRUE(wait_until([&] { return read_file("/proc/" + std::to_string(root) + "/stat").data.find(") T ") != std::string::npos; }, 5s));
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(start_daemon());
+  EXPECT_EQ(status_json(id)["state"], "paused") << "its processes are still stopped";
+  ASSERT_EQ(run("echo CONT > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}}).code, 0);
+  EXPECT_EQ(status_json(id)["state"], "running");
+  EXPECT_TRUE(wait_until([&] { return read_file("/proc/" + std::to_string(root) + "/stat").data.find(") S ") != std::string::npos; }, 5s));
+}
+
 TEST_F(ProcTreeTest, LimitsNeedCgroupTracking) {
   auto r = bash("printf '%s\\n' '{\"cmd\": \"true\", \"limits\": {\"pidsMax\": 5}}' > \"$MNT/cmd\"", 10);
   EXPECT_NE(r.code, 0);
