@@ -17,7 +17,7 @@
 // reader's file position is where that write left it (after it if it
 // succeeded, at it if it failed), so the answer is served from that offset
 // on. A rejected request also goes to `errors`. The next write on the file
-// starts a new request.
+// starts a new request; one of blanks alone is taken and ignored.
 //
 // A start holds no FUSE thread: the request (write, flush or read) that
 // completes it is parked and answered from the supervisor's event thread
@@ -95,6 +95,10 @@ class CmdHandle : public Handle {
       // The rejected bytes again (Python's buffered writer retries them at
       // close): the same answer, no second line in `errors`.
       if (rejected_error_ && data == rejected_) return Reply::fail(*rejected_error_);
+      // Blanks after a request (a JSON request's newline written apart, by
+      // `dd bs=1` or a printf of "...}\n\n"): no request, and no error for a
+      // command that did start.
+      if (is_blank(data)) return Reply::written(data.size());
       buf_.clear();
       done_ = false;
       rejected_error_.reset();

@@ -117,6 +117,26 @@ TEST_F(CmdTest, SplitJsonWritesAreOneRequest) {
   EXPECT_EQ(log(ids[0]), "split\n");
 }
 
+TEST_F(CmdTest, BlanksWrittenAfterARequestAreNoRequestAndNoError) {
+  // dd bs=1 writes byte by byte: the JSON is whole at its '}', its newline
+  // comes in a write of its own; a printf of two newlines likewise.
+  auto r = run(R"(printf '{"cmd": "echo one"}
+' | dd bs=1 of="$MNT/cmd" 2>/dev/null && )"
+               R"({ printf '{"cmd": "echo two"}
+'; printf '
+
+'; } > "$MNT/cmd")");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto ids = procs();
+  ASSERT_EQ(ids.size(), 2u);
+  for (const std::string& id : ids) wait_json(id);
+  EXPECT_EQ(log(ids[0]) + log(ids[1]), "one\ntwo\n");
+  EXPECT_TRUE(errors().empty()) << errors().front().dump();
+  // A blank request alone is still an empty one.
+  EXPECT_NE(run(R"(printf '
+' > "$MNT/cmd")").code, 0);
+}
+
 TEST_F(CmdTest, AppendRedirectionWorks) {
   auto r = run("echo 'echo appended' >> \"$MNT/cmd\"");
   ASSERT_EQ(r.code, 0) << r.err;
