@@ -17,6 +17,11 @@ using nlohmann::json;
 Error invalid(std::string msg) { return Error{Errc::invalid_argument, std::move(msg)}; }
 
 std::string type_name(const json& v) { return v.type_name(); }
+/// Why `v` is no whole number: JSON's 2.0 and 1e3 are numbers, not whole ones.
+std::string not_whole(const json& v) {
+  if (v.is_number_float()) return v.dump() + " (a whole number is digits alone, without a point or an exponent)";
+  return type_name(v);
+}
 
 Result<std::map<std::string, std::string>> string_map(const json& v, const char* key) {
   if (!v.is_object()) return invalid(std::string("'") + key + "' must be an object of strings, not " + type_name(v));
@@ -66,7 +71,7 @@ Status parse_supervision_key(const std::string& key, const json& v, StartSpec& s
     s.restart_delay_sec = d.value();
   } else if (key == "maxRestarts") {
     if (!v.is_number_integer() && !v.is_number_unsigned())
-      return invalid("'maxRestarts' must be a whole number, not " + type_name(v));
+      return invalid("'maxRestarts' must be a whole number, not " + not_whole(v));
     if (v.is_number_integer() && v.get<std::int64_t>() < 0) return invalid("'maxRestarts' must be >= 0");
     s.max_restarts = v.get<std::uint64_t>();
   } else if (key == "queue") {
@@ -109,7 +114,7 @@ Result<Limits> limits_from_json(const json& v) {
   Limits l;
   auto whole = [&](const json& x, const std::string& name, std::uint64_t least) -> Result<std::uint64_t> {
     if (!x.is_number_integer() && !x.is_number_unsigned())
-      return invalid("'limits." + name + "' must be a whole number, not " + type_name(x));
+      return invalid("'limits." + name + "' must be a whole number, not " + not_whole(x));
     if (x.is_number_integer() && x.get<std::int64_t>() < static_cast<std::int64_t>(least))
       return invalid("'limits." + name + "' must be at least " + std::to_string(least));
     std::uint64_t n = x.get<std::uint64_t>();

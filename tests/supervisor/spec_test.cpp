@@ -350,6 +350,9 @@ TEST(ParseJson, BadSupervisionOptionsNameTheKey) {
   EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "restartDelaySec": 1e9})"), {"'restartDelaySec'"}));
   EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "maxRestarts": -1})"), {"'maxRestarts'"}));
   EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "maxRestarts": 1.5})"), {"'maxRestarts'"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "maxRestarts": 2.0})"),
+                        {"not 2.0 (a whole number is digits alone, without a point or an exponent)"}));
+  EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "maxRestarts": "3"})"), {"not string"}));
   EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "maxRestarts": "2"})"), {"'maxRestarts'"}));
   EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "queue": "yes"})"), {"'queue'"}));
   EXPECT_TRUE(IsInvalid(parse_json_text(R"({"cmd": "x", "queue": 1})"), {"'queue'"}));
