@@ -140,10 +140,15 @@ class EventsHandle : public FollowedReadHandle {
     if (since_) {
       std::uint64_t run = 0, pos = 0;
       int used = 0;
+      // Exactly as cursor_of() writes one: sscanf alone would take "-1" or "01".
       if (std::sscanf(since_->c_str(), "%16" SCNx64 "-%" SCNu64 "%n", &run, &pos, &used) != 2 ||
-          static_cast<std::size_t>(used) != since_->size())
+          static_cast<std::size_t>(used) != since_->size() || cursor_of(run, pos) != *since_)
         return fail(sup::Errc::invalid_argument, "not a cursor (cursor from an earlier run?): " + *since_);
       if (run != index_.run_id()) return fail(sup::Errc::invalid_argument, "cursor from an earlier run: " + *since_);
+      // Once the command has ended, the terminal event is the last there is.
+      if (ended() && pos > index_.end() + 2)
+        return fail(sup::Errc::invalid_argument, "no such event: the last of this run is " +
+                                                     cursor_of(run, index_.end() + 2) + ": " + *since_);
       first_ = pos + 1;
     }
     restart();
@@ -170,9 +175,10 @@ class EventsHandle : public FollowedReadHandle {
         prev_end_ = index_.position(first_ - 1, sup::LogSelection::all) + c->length;
   }
 
-  std::string cursor(std::uint64_t pos) const {
+  std::string cursor(std::uint64_t pos) const { return cursor_of(index_.run_id(), pos); }
+  static std::string cursor_of(std::uint64_t run, std::uint64_t pos) {
     char buf[48];
-    std::snprintf(buf, sizeof buf, "%016" PRIx64 "-%" PRIu64, index_.run_id(), pos);
+    std::snprintf(buf, sizeof buf, "%016" PRIx64 "-%" PRIu64, run, pos);
     return buf;
   }
 

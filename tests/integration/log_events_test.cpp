@@ -160,6 +160,19 @@ TEST_F(LogEvents, ACursorFromBeforeAReRunOrNoCursorIsEinval) {
   ASSERT_EQ(second.size(), 2u);
   EXPECT_EQ(second[0]["data"], "two\n");
   EXPECT_NE(second[0]["cursor"], cursor);
+  // Only a cursor as the events give it: one digit more or less, a sign, or
+  // upper case is none; nor is one past the terminal event of an ended run.
+  const std::string last = second[1]["cursor"];
+  EXPECT_EQ(second[1]["type"], "terminal");
+  const std::string run = last.substr(0, last.find('-'));
+  std::string upper = run;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_EQ(read_file(p("procs/again/events,since=" + last)).data, "") << "after the last: nothing";
+  for (const std::string& bad : {run + "--1", run + "-01", run + "-+1", upper + "-0", run + "-" + std::to_string(
+                                     std::stoull(last.substr(last.find('-') + 1)) + 1)}) {
+    if (bad == upper + "-0" && upper == run) continue;  // no letter in this run's id
+    EXPECT_EQ(read_file(p("procs/again/events,since=" + bad)).err, EINVAL) << bad;
+  }
 }
 
 TEST_F(LogEvents, FollowersEndByThemselvesSoonAfterTheCommand) {
