@@ -46,8 +46,11 @@ void append_scratch(std::vector<DirEntry>& out, Filesystem& fs, const Node& dir,
 
 /// The node of `name`, FILE,KEYS with FILE the file `row` of `parent`: a
 /// ParamNodes inode, one more lookup counted; EINVAL with a line in
-/// `errors` when a key is wrong.
-sup::Result<Node> param_node(Filesystem& fs, const Node& parent, const TreeFile& row, std::string_view name) {
+/// `errors` when a key is wrong. `seen_in`: the directory whose entry the
+/// kernel keeps for it, when not `parent` (logs/ID.log,KEYS is
+/// procs/ID/log,KEYS).
+sup::Result<Node> param_node(Filesystem& fs, const Node& parent, const TreeFile& row, std::string_view name,
+                             std::optional<std::pair<fuse_ino_t, std::string_view>> seen_in = std::nullopt) {
   const auto [file, keys] = *split_param_name(name);
   const ParamFile param_row{row.place == Place::root ? ParamDir::root : ParamDir::record, row.name, row.keys};
   sup::Result<FileParams> params =
@@ -63,7 +66,8 @@ sup::Result<Node> param_node(Filesystem& fs, const Node& parent, const TreeFile&
   node.params = std::make_shared<const FileParams>(std::move(params.value()));
   // The kernel would keep this name (and its inode, and our entry) until
   // memory runs short: have it dropped soon.
-  fs.invalidator().schedule(parent.ino, std::string(name));
+  if (seen_in) fs.invalidator().schedule(seen_in->first, std::string(seen_in->second));
+  else fs.invalidator().schedule(parent.ino, std::string(name));
   return node;
 }
 
@@ -111,6 +115,16 @@ sup::Result<Node> lookup(Filesystem& fs, const Node& parent, std::string_view na
       if (const TreeFile* f = tree_file(Place::record, name)) return fs.node_of(*parent.record, f->kind);
       return lookup_scratch(fs, parent, name, who);
     case Kind::logs: {
+      if (const auto split = split_param_name(name)) {  // ID.log,KEYS: the keys of procs/ID/log
+        std::string_view base = split->first;
+        if (base.size() <= kLogSuffix.size() || !base.ends_with(kLogSuffix)) return no_such_file();
+        base.remove_suffix(kLogSuffix.size());
+        std::optional<sup::CommandStatus> st = fs.find(std::string(base), who);
+        if (!st || st->state == "empty") return no_such_file();
+        const TreeFile* log = tree_file(Place::record, "log");
+        return param_node(fs, fs.node_of(*st, Kind::record_dir), *log, "log," + std::string(split->second),
+                          std::pair{parent.ino, name});
+      }
       if (name.size() <= kLogSuffix.size() || !name.ends_with(kLogSuffix)) return no_such_file();
       name.remove_suffix(kLogSuffix.size());
       std::optional<sup::CommandStatus> st = fs.find(std::string(name), who);

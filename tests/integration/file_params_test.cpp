@@ -325,6 +325,20 @@ TEST_F(FileParamsTest, NamesAreNotListed) {
   EXPECT_NE(rest.substr(rest.find('\n') + 1), first + "\n");
 }
 
+TEST_F(FileParamsTest, LogsEntriesTakeTheKeysOfTheLog) {
+  std::string id = start("echo a; echo b >&2");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  EXPECT_EQ(file("logs/" + id + ".log,follow"), file("procs/" + id + "/log"));
+  EXPECT_EQ(file("logs/" + id + ".log,timestamps"), file("procs/" + id + "/log,timestamps"));
+  EXPECT_NE(file("logs/" + id + ".log,timestamps").find("Z b\n"), std::string::npos);
+  EXPECT_EQ(read_file(p("logs/" + id + ".log,x")).err, EINVAL);
+  ASSERT_FALSE(errors().empty());
+  EXPECT_NE(errors().back().value("error", "").find("unknown key 'x'"), std::string::npos) << errors().back().dump();
+  EXPECT_EQ(stat_errno(p("logs/nothing.log,follow")), ENOENT);
+  EXPECT_EQ(stat_errno(p("logs/" + id + ",follow")), ENOENT);
+}
+
 TEST_F(FileParamsTest, TenThousandNamesAreForgotten) {
   std::string id = start("seq 1 20000");
   ASSERT_FALSE(id.empty());
