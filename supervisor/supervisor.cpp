@@ -188,6 +188,16 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
     it->second.ready_cond = c;
     I.save_ready(it->second);
   }
+  // A log condition is searched in the log as it is now before the writer
+  // is answered: a status.json read after the write says whether it held.
+  // The probe then follows the new output (it finds the record ready, if so).
+  if (c.kind == ReadyCondition::Kind::log) {
+    std::optional<ReadyMatch> found;
+    LogWatch now(I.dir_of(id), secrets(id));
+    now.add(c, [&found](const ReadyMatch& m) { found = m; });
+    now.output();
+    if (found) I.mark_ready(id, *found, true);
+  }
   I.loop->post([&I, id] { I.start_probe(id); });
   return Ok{};
 }

@@ -97,6 +97,19 @@ TEST_F(ReadyTest, ConditionReplacedByAWrite) {
   EXPECT_EQ(status_json(id)["readyWhen"], "log ^alpha$");
 }
 
+TEST_F(ReadyTest, AConditionWrittenIsCheckedBeforeTheWriteReturns) {
+  for (int i = 0; i < 5; ++i) {
+    std::string id = start("echo foo-line; exec sleep 30");
+    ASSERT_FALSE(id.empty());
+    ASSERT_TRUE(wait_until([&] { return log(id) == "foo-line\n"; }, 10s));
+    ASSERT_EQ(run("echo 'log ^foo' > \"$MNT/procs/$ID/ready\"", 10, {{"ID", id}}).code, 0);
+    const json s = status_json(id);
+    EXPECT_EQ(s["ready"], true) << "the log held the line when the write returned: " << s.dump();
+    EXPECT_EQ(s["readyWhen"], "log ^foo");
+    ASSERT_EQ(write_file(p("procs/" + id + "/stop"), "\n"), 0);
+  }
+}
+
 TEST_F(ReadyTest, InterruptedReadIsReleasedAtOnce) {
   std::string id = start(R"({"cmd": "sleep 30", "readyLog": "never"})");
   ASSERT_FALSE(id.empty());
