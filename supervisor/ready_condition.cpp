@@ -194,6 +194,10 @@ Result<ReadyCondition> parse_ready_condition(std::string_view text) {
   text = trim(text);
   if (text.empty()) return invalid("empty condition: write 'port N', 'log REGEX' or 'http N /PATH [STATUS]'");
   if (auto why = why_not_text(text)) return invalid("the condition is not text: " + *why);
+  // A line matches a log condition, so a pattern of several lines never
+  // would; one condition a write (JSON may span lines).
+  if (text.front() != '{' && text.find('\n') != std::string_view::npos)
+    return invalid("one condition per write, on one line: this one has several");
   if (text.front() == '{') {
     auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) return invalid("malformed JSON condition");

@@ -45,12 +45,17 @@ TEST(ReadyConditionTest, ParsesWordsAndJson) {
   ASSERT_TRUE(j.ok());
   EXPECT_EQ(j->kind, sup::ReadyCondition::Kind::http);
   EXPECT_EQ(j->describe(), "http 8080 /up");
+  // JSON may span lines; a trailing newline and blanks are no second line.
+  auto pretty = sup::parse_ready_condition("{\n  \"readyLog\": \"up\"\n}\n");
+  ASSERT_TRUE(pretty.ok());
+  EXPECT_EQ(pretty->regex, "up");
+  EXPECT_TRUE(sup::parse_ready_condition("log up \r\n").ok());
 }
 
 TEST(ReadyConditionTest, RejectsBadInputWithReasons) {
   for (const char* bad : {"port 0", "port 70000", "port x", "log (unclosed", "log", "http 80 health",
                           "listen 80", "", R"({"readyHttp": "/x"})", R"({"readyPort": "80"})",
-                          R"({"bogus": 1})", "{not json"}) {
+                          R"({"bogus": 1})", "{not json", "log x\nlog y\n", "port 80\nport 81"}) {
     auto r = sup::parse_ready_condition(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code, sup::Errc::invalid_argument) << bad;
