@@ -14,6 +14,7 @@
 #include "fsd/session_key.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/log_view.hpp"
+#include "supervisor/utf8.hpp"
 
 namespace fsd {
 
@@ -210,9 +211,7 @@ std::string Filesystem::log_tail(const sup::CommandStatus& st, std::size_t bytes
   const std::string dir = st.log_file.substr(0, st.log_file.rfind('/'));
   if (std::optional<std::string> end = sup::log_view_end(dir, sup::LogSelection::all, bytes + 1024, sup_.secrets(st.bg_id),
                                                          sup::LogView::Masking::cut_parts)) {
-    std::string masked = sup_.mask(*end, st.bg_id);
-    if (masked.size() > bytes) masked.erase(0, masked.size() - bytes);
-    return masked;
+    return std::string(sup::utf8_tail(sup_.mask(*end, st.bg_id), bytes));
   }
   const int fd = ::open(st.log_file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
@@ -228,9 +227,7 @@ std::string Filesystem::log_tail(const sup::CommandStatus& st, std::size_t bytes
     buf.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
   }
   ::close(fd);
-  std::string masked = sup_.mask(buf, st.bg_id);
-  if (masked.size() > bytes) masked.erase(0, masked.size() - bytes);
-  return masked;
+  return std::string(sup::utf8_tail(sup_.mask(buf, st.bg_id), bytes));
 }
 
 }  // namespace fsd

@@ -62,4 +62,12 @@ std::optional<std::string> why_not_text(std::string_view in) {
   return std::nullopt;
 }
 
+std::string_view utf8_tail(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  std::string_view tail = text.substr(text.size() - max_bytes);
+  for (int i = 0; i < 3 && !tail.empty() && (static_cast<unsigned char>(tail.front()) & 0xC0) == 0x80; ++i)
+    tail.remove_prefix(1);
+  return tail;
+}
+
 }  // namespace sup

@@ -20,6 +20,11 @@ std::size_t utf8_char_len(std::string_view in, std::size_t i);
 std::string_view utf8_head(std::string_view text, std::size_t max_bytes,
                            std::size_t max_chars = std::string_view::npos);
 
+/// The longest suffix of `text` of at most `max_bytes` bytes that starts
+/// where a character starts (up to 3 continuation bytes, 10xxxxxx, left
+/// out), so a cut from the end never splits one either.
+std::string_view utf8_tail(std::string_view text, std::size_t max_bytes);
+
 /// Whether more bytes appended to `in` cannot make it text: it holds a NUL
 /// or a byte that is not UTF-8 (short of a character cut at its end).
 bool never_text(std::string_view in);

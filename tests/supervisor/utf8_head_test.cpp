@@ -45,4 +45,15 @@ TEST(Utf8Head, TheBoxStepsCutEndsInAnEllipsis) {
   EXPECT_EQ(sup::BoxSteps::cut(e3 + "z", 3), std::string(kE) + std::string(kE) + "\u2026");
 }
 
+TEST(Utf8Tail, ACutFromTheEndStartsAtACharacter) {
+  const std::string e = "\xc3\xa9";      // é, 2 bytes
+  const std::string euro = "\xe2\x82\xac";  // €, 3 bytes
+  EXPECT_EQ(sup::utf8_tail("abc", 5), "abc");
+  EXPECT_EQ(sup::utf8_tail("abc", 2), "bc");
+  EXPECT_EQ(sup::utf8_tail("a" + e, 1), "");       // half of é: left out
+  EXPECT_EQ(sup::utf8_tail("a" + e, 2), e);
+  EXPECT_EQ(sup::utf8_tail(euro + euro, 4), euro);  // one byte of the first € dropped, then two more
+  EXPECT_EQ(sup::utf8_tail("y\x80\x80\x80\x80z", 5), "\x80z");  // at most 3 are skipped
+}
+
 }  // namespace
