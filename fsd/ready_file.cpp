@@ -84,6 +84,14 @@ class ReadyHandle : public BlockingReadHandle {
     const std::string path = "procs/" + id_ + "/ready";
     // The rest of an oversized line (stdio writes on after a failed write): no new condition.
     if (too_big_) return Reply::error(E2BIG);
+    if (named_) {
+      // Two conditions for one reader, or a record's condition written
+      // through a name that gives another: neither is what was meant.
+      const std::string why = "this name gives a condition of its own (" + name_ +
+                              "): write a condition to ready, or read this name without writing";
+      fs_.errors().add("procs/" + id_ + "/" + name_, EINVAL, why, data, id_);
+      return Reply::error(EINVAL);
+    }
     sup::Result<sup::ReadyCondition> cond = sup::parse_ready_condition(data);
     if (!cond) {
       too_big_ = cond.error().code == sup::Errc::too_big;

@@ -251,6 +251,11 @@ TEST_F(FileParamsTest, ReadyPortIsAConditionOfThisReadAlone) {
   EXPECT_EQ(capped["ready"], false);
   EXPECT_EQ(capped["stillRunning"], true);
   EXPECT_TRUE(capped["proc"].contains("logTail"));
+  // A write through a name that gives a condition is neither's: EINVAL.
+  EXPECT_NE(run("echo 'log x' > \"$MNT/procs/$ID/ready,readyPort=22\"", 10, {{"ID", id}}).code, 0);
+  EXPECT_NE(errors().back().value("error", "").find("this name gives a condition of its own"), std::string::npos)
+      << errors().back().dump();
+  EXPECT_EQ(status_json(id)["readyWhen"], "log never-printed");
 }
 
 TEST_F(FileParamsTest, ReadyPortWithoutARecordConditionAndOnAnEndedCommand) {
