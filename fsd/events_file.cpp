@@ -157,9 +157,9 @@ class EventsHandle : public FollowedReadHandle {
 
   sup::Error fail(sup::Errc code, const std::string& why) {
     error_ = sup::Error{code, why};
-    std::string name = "procs/" + id_ + "/events";
+    std::string name = "events";
     if (since_) name += ",since=" + *since_;
-    fs_.errors().add(name, sup::errno_of(code), why, "", id_);
+    fs_.errors().add("procs/" + id_ + "/" + name, sup::errno_of(code), why, name, id_);
     return *error_;
   }
 

@@ -136,7 +136,7 @@ class ReadyHandle : public BlockingReadHandle {
         if (!st->ready_cond) {
           const std::string reason = "'" + id_ + "' has no ready condition: write one to this file first "
                                      "('port N', 'log REGEX' or 'http N /PATH'), or read ready,readyPort=N";
-          fs_.errors().add("procs/" + id_ + "/ready", EINVAL, reason, "", id_);
+          fs_.errors().add("procs/" + id_ + "/" + name_, EINVAL, reason, name_, id_);
           return Reply::error(EINVAL);
         }
         own = st->ready_cond;  // kept if the record's is replaced

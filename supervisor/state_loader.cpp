@@ -104,7 +104,10 @@ void Supervisor::Impl::load_record(const std::string& id) {
       r.ready_match = saved->matched;
     }
   }
-  if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);
+  // Automatic ids go on after those given; a name that only looks like one
+  // (a slot named 9999) is no id given.
+  if (r.spec && r.spec->name.empty())
+    if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);
   r.serial = serial_for(id);
   auto it = put_record(id, std::move(r));
   ++listing_gen;

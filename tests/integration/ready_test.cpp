@@ -176,6 +176,10 @@ TEST_F(ReadyTest, NoConditionIsEinvalWithTheReason) {
   auto errs = errors();
   ASSERT_FALSE(errs.empty());
   EXPECT_NE(errs.back()["error"].get<std::string>().find("no ready condition"), std::string::npos) << errs.back().dump();
+  // Read through a name with keys, the line names it.
+  EXPECT_NE(run("cat \"$MNT/procs/$ID/ready,tailBytes=7\"", 10, {{"ID", id}}).code, 0);
+  EXPECT_EQ(errors().back()["path"], "procs/" + id + "/ready,tailBytes=7") << errors().back().dump();
+  EXPECT_EQ(errors().back()["request"], "ready,tailBytes=7");
 }
 
 TEST_F(ReadyTest, NonBlockingReadBeforeTheAnswerIsEagain) {

@@ -382,6 +382,25 @@ TEST_F(RecoveryTest, AutoIdsAreNotReusedAfterRestart) {
   ASSERT_TRUE(wait_ended(r->bg_id));
 }
 
+TEST_F(RecoveryTest, ANameThatLooksLikeAnAutoIdDoesNotMoveThemAfterRestart) {
+  auto named = argv({"/bin/true"});
+  named.name = "9999";
+  auto n = sup_->start(named);
+  SBX_ASSERT_OK(n);
+  ASSERT_TRUE(wait_ended("9999"));
+  auto a = sup_->start(argv({"/bin/true"}));
+  SBX_ASSERT_OK(a);
+  ASSERT_TRUE(wait_ended(a->bg_id));
+  sup_.reset();
+  reopen();
+  ASSERT_TRUE(sup_);
+  auto b = sup_->start(argv({"/bin/true"}));
+  SBX_ASSERT_OK(b);
+  EXPECT_GT(b->bg_id, a->bg_id);
+  EXPECT_EQ(b->bg_id.size(), 4u) << b->bg_id << ": the next id after " << a->bg_id;
+  ASSERT_TRUE(wait_ended(b->bg_id));
+}
+
 // ~Supervisor while commands end: the event thread must not run callbacks
 // into a half-destroyed supervisor; the next one finds them all ended.
 // The monitors are SIGKILLed at varying moments around the destruction
