@@ -91,8 +91,17 @@ json BoxStep::to_json() const {
 }
 
 std::string BoxSteps::cut(std::string_view text, std::size_t max) {
-  if (utf8_head(text, text.size(), max).size() == text.size()) return std::string(text);
-  return std::string(utf8_head(text, text.size(), max - 1)) + "\u2026";
+  // Characters as a reader sees them: a byte that starts no valid one is
+  // one (JSON shows it as U+FFFD), so stray bytes cannot make it longer.
+  std::size_t i = 0, chars = 0, keep = 0;
+  while (i < text.size() && chars <= max) {
+    if (chars + 1 == max) keep = i;
+    const std::size_t len = utf8_char_len(text, i);
+    i += len ? len : 1;
+    ++chars;
+  }
+  if (chars <= max && i >= text.size()) return std::string(text);
+  return std::string(text.substr(0, keep)) + "\u2026";
 }
 
 Result<std::unique_ptr<BoxSteps>> BoxSteps::open(std::string dir, std::chrono::seconds keep) {

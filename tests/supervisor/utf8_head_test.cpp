@@ -43,6 +43,10 @@ TEST(Utf8Head, TheBoxStepsCutEndsInAnEllipsis) {
   const std::string e3 = std::string(kE) + std::string(kE) + std::string(kE);
   EXPECT_EQ(sup::BoxSteps::cut(e3, 3), e3);
   EXPECT_EQ(sup::BoxSteps::cut(e3 + "z", 3), std::string(kE) + std::string(kE) + "\u2026");
+  // A byte that starts no character is one, as JSON shows it.
+  EXPECT_EQ(sup::BoxSteps::cut("\x80\x80\x80", 3), "\x80\x80\x80");
+  EXPECT_EQ(sup::BoxSteps::cut(std::string(1, '\0') + std::string(5000, '\x80'), 200),
+            std::string(1, '\0') + std::string(198, '\x80') + "\u2026");
 }
 
 TEST(Utf8Tail, ACutFromTheEndStartsAtACharacter) {
