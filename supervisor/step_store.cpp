@@ -58,6 +58,8 @@ std::vector<StepStore::Step>& StepStore::run_of(const sup::CommandStatus& st) {
 sup::Status StepStore::apply(const sup::CommandStatus& st, std::string_view lines) {
   if (st.state == "empty" || st.started_at.empty())
     return sup::Error{sup::Errc::invalid_argument, "no command has run in this slot"};
+  // Steps are told from inside the run: once it has ended they are closed.
+  if (!st.running) return sup::Error{sup::Errc::no_such_process, "'" + st.bg_id + "' has ended: its steps are closed"};
   std::lock_guard g(mu_);
   std::vector<Step>& steps = run_of(st);
   bool changed = false;

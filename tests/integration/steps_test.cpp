@@ -110,6 +110,16 @@ TEST_F(StepsTest, BadLinesAreEinvalAndStepsSurviveARestart) {
   EXPECT_EQ(j[1]["running"], true);
   EXPECT_EQ(write_file(steps, "end 0\n"), 0);
   EXPECT_EQ(parse_json(file("procs/" + id + "/steps.json"))[1]["exitCode"], 0);
+  // Once the command has ended its steps are closed: ESRCH, as for signal.
+  ASSERT_EQ(write_file(steps, "start three\n"), 0);
+  ASSERT_EQ(write_file(p("procs/" + id + "/stop"), "\n"), 0);
+  EXPECT_EQ(write_file(steps, "end 0\n"), ESRCH);
+  EXPECT_EQ(write_file(steps, "start late\n"), ESRCH);
+  EXPECT_NE(errors().back().value("error", "").find("has ended"), std::string::npos) << errors().back().dump();
+  const json after = parse_json(file("procs/" + id + "/steps.json"));
+  ASSERT_EQ(after.size(), 3u) << after;
+  EXPECT_EQ(after[2]["unfinished"], true) << after;
+  EXPECT_EQ(after[2]["exitCode"], nullptr) << after;
 }
 
 // A bad value never enters the store: a name that is not UTF-8 is refused,
