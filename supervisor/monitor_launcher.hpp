@@ -36,6 +36,7 @@ struct MonitorLaunch {
   double restart_delay_sec = 1;
   std::optional<std::uint64_t> max_restarts;
   int notify_fd = 0;                       ///< readyFd: the command's notification descriptor; 0: none
+  std::string script;                      ///< an argument that is a script file the command reads through the monitor (--script)
 };
 
 /// One launch under way, driven by its owner without blocking: wait until

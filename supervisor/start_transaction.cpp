@@ -165,6 +165,9 @@ void Supervisor::Impl::launch(const std::shared_ptr<Starting>& s, std::map<std::
   l.restart_delay_sec = spec.restart_delay_sec;
   l.max_restarts = spec.max_restarts;
   if (spec.ready && spec.ready->kind == ReadyCondition::Kind::notify) l.notify_fd = spec.ready->fd;
+  // Another user cannot open a file of the state directory: the monitor
+  // hands the command its script.
+  if (spec.run_as && !spec.script_file.empty()) l.script = spec.script_file;
   if (I.cgroups) {
     // Made (with its limits) before the monitor exists: the command joins it
     // between fork and exec, so none of its processes ever runs outside.

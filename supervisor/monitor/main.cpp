@@ -3,10 +3,13 @@
 //   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES]
 //                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] [--stdin pipe]
 //                 [--restart on-failure|always [--restart-delay-ms N] [--max-restarts N]]
-//                 [--notify-fd N] -- ARGV0 ARGS...
+//                 [--notify-fd N] [--script FILE] -- ARGV0 ARGS...
 //
 // --uid/--gid/--groups: the command (not the monitor) runs with these
 // credentials: with allow_other, as the user who wrote the request.
+// --script: FILE, an argument of the command, is a long shell text in the
+// state directory, which that user could not open: the monitor copies it
+// once into a memfd it keeps, and the command reads /proc/self/fd/N instead.
 //
 // RECORD_DIR is the command's folder in the state directory (normally
 // STATE/staging/new-<id>~<n>, see supervisor/FORMAT.md). --timeout-ms: stop the
@@ -67,6 +70,7 @@
 #include "supervisor/monitor_job.hpp"
 #include "supervisor/monitor_record.hpp"
 #include "supervisor/proc_tree.hpp"
+#include "supervisor/unique_fd.hpp"
 
 #include <dirent.h>
 #include <grp.h>
@@ -77,6 +81,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -183,6 +188,7 @@ struct Args {
   uint64_t restart_delay_ms = 1000;
   std::optional<uint64_t> max_restarts;
   int notify_fd = -1;  // --notify-fd; -1: none
+  const char* script = nullptr;  // --script; null: none
   char** argv = nullptr;
 };
 
@@ -243,6 +249,9 @@ bool parse_args(int argc, char** argv, Args* a) {
       uint64_t v = 0;
       if (!parse_u64(value.c_str(), &v) || v < 3 || v > 1023) return false;
       a->notify_fd = static_cast<int>(v);
+    } else if (opt == "--script") {
+      a->script = argv[i] + (::strlen(argv[i]) - value.size());
+      if (value.empty()) return false;
     } else if (opt == "--groups") {
       size_t pos = 0;
       while (pos < value.size()) {
@@ -273,6 +282,35 @@ void make_fifo(int dirfd, const char* name) {
   if (e == EEXIST && ::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISFIFO(st.st_mode)) return;
   if (e != EEXIST || ::unlinkat(dirfd, name, 0) != 0 || ::mkfifoat(dirfd, name, 0600) != 0)
     fail(e, errmsg((std::string("cannot create ") + name).c_str(), e));
+}
+
+// --script: the text in a memfd (its inode is 0777: the command's user may
+// open it through its own descriptor, which crosses no folder of the state
+// directory), not close-on-exec so that each run's exec keeps it, and the
+// command's argument FILE replaced by /proc/self/fd/N.
+void read_script_as_fd(Args& args) {
+  sup::UniqueFd src(::open(args.script, O_RDONLY | O_CLOEXEC));
+  if (!src) fail(errno, errmsg((std::string("cannot open '") + args.script + "'").c_str(), errno));
+  int fd = ::memfd_create("sbxfs-script", 0);
+  // Above the descriptor a readyFd command gets, which dup2 would replace.
+  if (fd >= 0 && fd <= args.notify_fd) {
+    const int high = ::fcntl(fd, F_DUPFD, args.notify_fd + 1);
+    ::close(fd);
+    fd = high;
+  }
+  if (fd < 0) fail(errno, errmsg("memfd_create", errno));
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(src.get(), buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || ::write(fd, buf, static_cast<size_t>(n)) != n)
+      fail(errno, errmsg((std::string("cannot copy '") + args.script + "'").c_str(), errno));
+  }
+  static std::string path;  // args.argv points here from now on
+  path = "/proc/self/fd/" + std::to_string(fd);
+  for (char** a = args.argv; *a != nullptr; ++a)
+    if (::strcmp(*a, args.script) == 0) *a = path.data();
 }
 
 struct itimerspec ms_to_its(uint64_t ms) {
@@ -527,6 +565,8 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
     m.cg_events = m.cg.open_events();
     if (m.cg_events < 0) fail(errno, errmsg(("cannot open the cgroup " + args.cgroup).c_str(), errno));
   }
+
+  if (args.script) read_script_as_fd(args);
 
   // 4. Pipes and the command.
   int notifyp[2] = {-1, -1};

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,24 @@ TEST_F(AllowOtherTest, CommandRunsAsTheWriter) {
   auto r = as_nobody("exec 3<>\"$MNT/cmd\"; echo \"id -u; id -g\" >&3; read -r id <&3; cat \"$MNT/procs/$id/wait\" >/dev/null; cat \"$MNT/procs/$id/log\"");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "65534\n65534\n");
+}
+
+TEST_F(AllowOtherTest, AScriptLongerThanOneArgumentRunsAsTheWriter) {
+  // Past 100 KiB the text runs from a file in the state directory, which
+  // nobody cannot open: the monitor hands it over.
+  const std::string script = dir_ + "/long.sh";
+  {
+    std::ofstream out(script);
+    out << "id -u; echo \"$0\" | grep -c /proc/self/fd/\n";
+    for (int i = 0; i < 3000; ++i) out << "# " << std::string(60, 'x') << "\n";
+    out << "echo end; exit 3\n";
+  }
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(script.c_str(), 0644), 0);
+  auto r = as_nobody("exec 3<>\"$MNT/cmd\"; cat " + script + " >&3; read -r id <&3; "
+                     "cat \"$MNT/procs/$id/wait\" >/dev/null; cat \"$MNT/procs/$id/log\"");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "65534\n1\nend\n") << r.err;
 }
 
 TEST_F(AllowOtherTest, AWorkingDirectoryTheWriterCannotSearchIsEacces) {
