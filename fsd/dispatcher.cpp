@@ -68,6 +68,22 @@ int tree_setattr_errno(Filesystem& fs, const Node& node, const struct stat& attr
   return 0;
 }
 
+/// `name` in directory `dir`, as `errors` names paths.
+std::string path_in(const Node& dir, std::string_view name) {
+  switch (dir.kind) {
+    case Kind::procs: return "procs/" + std::string(name);
+    case Kind::logs: return "logs/" + std::string(name);
+    case Kind::record_dir: return "procs/" + dir.id() + "/" + std::string(name);
+    default: return std::string(name);
+  }
+}
+
+/// EPERM for a folder made or removed outside procs/, with its line in `errors`.
+void refuse_folder(Filesystem& fs, fuse_req_t req, const Node& dir, std::string_view name, const char* why) {
+  fs.errors().add(path_in(dir, name), EPERM, why, "", dir.record ? dir.id() : "");
+  fuse_reply_err(req, EPERM);
+}
+
 bool wants_write(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
 bool wants_read(int flags) { return (flags & O_ACCMODE) != O_WRONLY; }
 
@@ -140,7 +156,8 @@ void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) noexc
     const Requester who = Requester::of(req);
     const sup::Result<Node> dir = fs.resolve(parent, who);
     if (!dir) return reply_error(req, dir.error());
-    if (dir->kind != Kind::procs) return (void)fuse_reply_err(req, EPERM);
+    if (dir->kind != Kind::procs)
+      return refuse_folder(fs, req, *dir, name, "a folder is made only in procs/ (a named slot: mkdir procs/NAME)");
     const sup::Result<Node> node = make_slot(fs, name, who);
     if (!node) return reply_error(req, node.error());
     reply_entry(req, fs, *node);
@@ -153,7 +170,8 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) noexcept {
     const Requester who = Requester::of(req);
     const sup::Result<Node> dir = fs.resolve(parent, who);
     if (!dir) return reply_error(req, dir.error());
-    if (dir->kind != Kind::procs) return (void)fuse_reply_err(req, EPERM);
+    if (dir->kind != Kind::procs)
+      return refuse_folder(fs, req, *dir, name, "only a command's folder in procs/ can be removed (rmdir procs/ID)");
     const sup::Status st = remove_record(fs, name, who);
     send_reply(req, st ? Reply::error(0) : Reply::fail(st.error()));
   });

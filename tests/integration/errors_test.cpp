@@ -318,6 +318,23 @@ TEST_F(ErrorsTest, RejectedSlotRequestIsLoggedWithItsPath) {
   EXPECT_EQ(status_json("s1")["state"], "empty");
 }
 
+TEST_F(ErrorsTest, FoldersOutsideProcsAreEpermWithALine) {
+  ASSERT_EQ(mkdir_errno(p("procs/s1")), 0);
+  struct Case {
+    std::string path;
+    bool make;
+  };
+  for (const Case& c : {Case{"foo", true}, Case{"logs/zz", true}, Case{"procs/s1/sub", true}, Case{"procs", false},
+                        Case{"logs", false}}) {
+    const int err = c.make ? mkdir_errno(p(c.path)) : (::rmdir(p(c.path).c_str()) == 0 ? 0 : errno);
+    EXPECT_EQ(err, EPERM) << c.path;
+    const auto errs = errors();
+    ASSERT_FALSE(errs.empty()) << c.path;
+    EXPECT_EQ(errs.back()["path"], c.path);
+    EXPECT_EQ(errs.back()["errno"], "EPERM");
+  }
+}
+
 class SmallCapTest : public SbxfsTest {
  protected:
   SmallCapTest() { daemon_options_ = {"-o", "max_request=65536"}; }
