@@ -41,8 +41,13 @@ sup::Status remove_record(Filesystem& fs, const std::string& name, const Request
   const std::optional<sup::CommandStatus> rec = fs.find(name, who);
   if (!rec) return sup::Error{sup::Errc::not_found, "no such command"};
   const sup::Status st = fs.sup().remove(name);
-  if (!st) fs.errors().add(path, st.error().code, st.error().message, name, name);
-  else fs.note_action("rmdir", "removed procs/" + name + (rec->cmd_full.empty() ? "" : ": " + rec->cmd_full), name, &*rec);
+  if (!st) {
+    fs.errors().add(path, st.error().code, st.error().message, name, name);
+    return st;
+  }
+  fs.note_action("rmdir", "removed procs/" + name + (rec->cmd_full.empty() ? "" : ": " + rec->cmd_full), name, &*rec);
+  // Its scratch files go with it: a folder made again under the name is empty.
+  fs.scratch().remove_dir(fs.node_of(*rec, Kind::record_dir).ino);
   return st;
 }
 

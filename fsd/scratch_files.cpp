@@ -253,6 +253,17 @@ int ScratchFiles::remove(fuse_ino_t dir, std::string_view name, uid_t uid) {
   return 0;
 }
 
+void ScratchFiles::remove_dir(fuse_ino_t dir) {
+  State& s = *state_;
+  std::lock_guard g(s.mu);
+  // Names sort by folder first: those of `dir` are one run.
+  auto n = s.names.lower_bound(State::Key{dir, 0, std::string()});
+  while (n != s.names.end() && std::get<0>(n->first) == dir) {
+    const fuse_ino_t ino = (n++)->second;  // remove() erases this name
+    s.remove(s.files.find(ino));
+  }
+}
+
 int ScratchFiles::rename(fuse_ino_t ino, fuse_ino_t dir, const std::string& dir_path, std::string_view name,
                          bool no_replace) {
   State& s = *state_;

@@ -94,6 +94,8 @@ class ScratchFiles {
   /// nameless, until its last close (as on any file system); so does one a
   /// rename replaces or takes.
   int remove(fuse_ino_t dir, std::string_view name, uid_t uid);
+  /// Removes every scratch in `dir`, whoever made it (the folder was removed).
+  void remove_dir(fuse_ino_t dir);
   /// rename of scratch `ino` to `name` in `dir` (path `dir_path`), replacing
   /// a scratch of that user there, unless `no_replace` (then EEXIST).
   int rename(fuse_ino_t ino, fuse_ino_t dir, const std::string& dir_path, std::string_view name,

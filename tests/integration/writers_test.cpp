@@ -250,6 +250,15 @@ TEST_F(WritersTest, InterruptedRenameOntoStopIsReleased) {
 
 // ---- scratch files as files -------------------------------------------------
 
+TEST_F(WritersTest, ScratchFilesGoWithTheirFolder) {
+  ASSERT_EQ(mkdir_errno(p("procs/sc1")), 0);
+  ASSERT_EQ(write_file(p("procs/sc1/keep.txt"), "data\n", O_WRONLY | O_CREAT | O_EXCL), 0);
+  ASSERT_EQ(::rmdir(p("procs/sc1").c_str()), 0);
+  ASSERT_EQ(mkdir_errno(p("procs/sc1")), 0);
+  EXPECT_EQ(stat_errno(p("procs/sc1/keep.txt")), ENOENT) << "a folder made again is empty";
+  EXPECT_EQ(write_file(p("procs/sc1/keep.txt"), "new\n", O_WRONLY | O_CREAT | O_EXCL), 0) << "and its name is free";
+}
+
 TEST_F(WritersTest, ScratchFilesAreOrdinaryFiles) {
   const std::string id = start("sleep 30");
   ASSERT_FALSE(id.empty());
