@@ -272,7 +272,11 @@ Result<StartSpec> parse_request(std::string_view text, const std::string& defaul
         json again = json::parse(text.begin(), text.end());
         (void)again;
       } catch (const json::exception& e) {
-        return invalid(std::string("malformed JSON: ") + e.what());
+        // Where and why, without the library's own tag ("[json.exception.parse_error.101] ").
+        std::string_view why = e.what();
+        if (why.starts_with("[json.exception.") && why.find("] ") != std::string_view::npos)
+          why.remove_prefix(why.find("] ") + 2);
+        return invalid("malformed JSON: " + std::string(why));
       }
       return invalid("malformed JSON");
     }

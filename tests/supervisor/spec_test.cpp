@@ -95,6 +95,11 @@ TEST(ParseRequest, TextOtherwise) {
 TEST(ParseRequest, MalformedJsonIsInvalid) {
   EXPECT_TRUE(IsInvalid(sup::parse_request("{\"cmd\": \"x\"", "/tmp"), {}));
   EXPECT_TRUE(IsInvalid(sup::parse_request("{ not json }", "/tmp"), {}));
+  // Where it broke, in the reader's words, without the parser's own tag.
+  const auto r = sup::parse_request("{ not json }", "/tmp");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("malformed JSON: parse error at line 1, column 4: ", 0), 0u) << r.error().message;
+  EXPECT_EQ(r.error().message.find("json.exception"), std::string::npos) << r.error().message;
 }
 
 // ---- JSON -------------------------------------------------------------------
