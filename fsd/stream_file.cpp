@@ -68,8 +68,6 @@ class StreamHandle : public FollowedReadHandle {
       advance(count_, count, [] { return true; });
       counted_ = count.length;
       st->st_size = static_cast<off_t>(counted_);
-      st->st_blocks = (st->st_size + 511) / 512;
-      return true;
     } else {
       st->st_size = static_cast<off_t>(view_.size(index_));
     }
