@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,6 +115,11 @@ Status MonitorLauncher::start_server() {
 void MonitorLauncher::end_server() {
   if (pid_ <= 0) return;
   sock_.reset();  // EOF: the server returns from recvmsg and exits
+  // A server stopped (SIGSTOP) or stuck would hold the daemon's exit for
+  // ever: it gets a moment, then SIGKILL. Its monitors live on without it.
+  const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
+  pollfd p{pidfd.get(), POLLIN, 0};
+  if (!pidfd || ::poll(&p, 1, kServerExitMs) != 1) ::kill(pid_, SIGKILL);
   while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;

@@ -104,6 +104,8 @@ class MonitorLauncher {
 
   /// The server's pid, -1 when none runs (for tests).
   pid_t server_pid();
+  /// How long the launcher's end waits for the server to exit before SIGKILL.
+  static constexpr int kServerExitMs = 1000;
 
  private:
   Status start_server();  // needs mu_

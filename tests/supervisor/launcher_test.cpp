@@ -261,6 +261,22 @@ TEST_F(LauncherTest, TheServerEndsWithItsLauncher) {
   EXPECT_TRUE(f.empty() || proc_cmdline(server).find("--serve") == std::string::npos) << proc_cmdline(server);
 }
 
+TEST_F(LauncherTest, AStoppedServerDoesNotHoldTheLaunchersEnd) {
+  pid_t server = -1;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    sup::MonitorLauncher launcher(SBX_MONITOR_PATH);
+    launcher.prestart();
+    server = launcher.server_pid();
+    ASSERT_GT(server, 0);
+    ASSERT_EQ(::kill(server, SIGSTOP), 0);
+  }
+  // It would have waited for ever: the end gave it a moment, then killed it.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+  auto f = proc_stat_fields(server);
+  EXPECT_TRUE(f.empty() || proc_cmdline(server).find("--serve") == std::string::npos) << proc_cmdline(server);
+}
+
 // `sbxfs-monitor --dir DIR -- ARGV` run by hand: reports, detaches, records.
 TEST_F(LauncherTest, TheCommandLineFormStillWorks) {
   const std::string dir = tmp_ / "cli";
