@@ -10,6 +10,7 @@
 // first, with how they ended); `status.json,tailBytes=N` gives each entry
 // (root) or the record (procs/ID) a `logTail` of the last N bytes of its log.
 #include <algorithm>
+#include <unordered_set>
 
 #include "fsd/files.hpp"
 #include "fsd/ended_lines.hpp"
@@ -110,7 +111,11 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
   };
   std::vector<Item> order;
   order.reserve(running.size() + ended.size());
-  for (const sup::CommandStatus& st : running) order.push_back({&st.started_at, &st, nullptr});
+  // A command that ended between the two lists is in both: its end is the news.
+  std::unordered_set<std::string_view> ended_ids;
+  for (const sup::EndedEntry& e : ended) ended_ids.insert(e.bg_id);
+  for (const sup::CommandStatus& st : running)
+    if (!ended_ids.contains(st.bg_id)) order.push_back({&st.started_at, &st, nullptr});
   for (const sup::EndedEntry& e : ended) order.push_back({&e.started_at, nullptr, &e});
   // Queued commands have not started: after the others, in the queue's order.
   std::stable_sort(order.begin(), order.end(), [](const Item& a, const Item& b) {

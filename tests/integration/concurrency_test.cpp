@@ -185,6 +185,40 @@ print(json.dumps(res))
   }
 }
 
+TEST_F(ConcurrencyTest, StatusAllListsACommandEndingMeanwhileOnce) {
+  // Commands end while status.json,all is built: each is listed once,
+  // running or ended (it was once listed in both).
+  extend_watchdog(30s);
+  auto r = python(R"(
+import os, json, threading, time
+M = os.environ['MNT']
+stop = time.time() + 5
+def churn():
+    while time.time() < stop:
+        fd = os.open(M + '/cmd', os.O_RDWR)
+        os.write(fd, b'{"cmd": "exit 3"}')
+        i = os.read(fd, 100).decode().strip()
+        os.close(fd)
+        open(M + '/procs/' + i + '/wait').read()
+ts = [threading.Thread(target=churn) for _ in range(3)]
+for t in ts: t.start()
+reads = dups = 0
+while time.time() < stop:
+    ids = [p['bgId'] for p in json.load(open(M + '/status.json,all'))['procs']]
+    reads += 1
+    if len(ids) != len(set(ids)): dups += 1
+for t in ts: t.join()
+print(reads, dups)
+)",
+                  40);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream in(r.out);
+  int reads = 0, dups = -1;
+  in >> reads >> dups;
+  EXPECT_GT(reads, 0) << r.out;
+  EXPECT_EQ(dups, 0) << r.out;
+}
+
 TEST_F(ConcurrencyTest, ManyConcurrentStops) {
   std::vector<std::string> ids;
   for (int i = 0; i < 10; ++i) ids.push_back(start("sleep 30"));
