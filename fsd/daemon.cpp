@@ -272,7 +272,9 @@ int run(Options& opts) {
   // it exists: no state directory is made, no record taken back.
   if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
   std::error_code ec;
-  std::filesystem::create_directories(state_dir, ec);
+  // 0700 from its making: a start that fails after this leaves it private.
+  if (std::filesystem::create_directories(state_dir, ec))
+    std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all, ec);
   if (ec) return fail("cannot create state directory " + state_dir + ": " + ec.message());
   if (launcher.background()) {
     if (const sup::Status s = redirect_stdio(state_dir); !s) return fail(s.error().message);
@@ -365,7 +367,7 @@ int run(Options& opts) {
   if (!gone) fuse_session_unmount(se);
   fuse_session_destroy(se);  // closes /dev/fuse: who still holds a file of a detached mount gets ENOTCONN
   fuse_log(FUSE_LOG_NOTICE, "sbxfs: unmounted %s (%s)\n", mountpoint.c_str(),
-           detached ? "detached" : rc < 0 ? std::strerror(-rc) : rc > 0 ? strsignal(rc) : "unmounted");
+           detached ? "it left the mount table" : rc < 0 ? std::strerror(-rc) : rc > 0 ? strsignal(rc) : "unmounted");
   return rc < 0 ? 1 : 0;
 }
 

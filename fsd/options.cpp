@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <string_view>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fuse_opt.h>
@@ -257,6 +258,11 @@ std::string usage(const char* prog) {
 }
 
 sup::Result<std::vector<std::string>> load_secrets(const std::string& path) {
+  // A folder reads as empty: nothing would be masked, and nothing said. (A
+  // pipe is fine: `--secrets-file <(pass show box)`.)
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return sup::error_from_errno(errno, "cannot read secrets file " + path);
+  if (S_ISDIR(st.st_mode)) return sup::Error{sup::Errc::invalid_argument, "cannot read secrets file " + path + ": a folder"};
   std::ifstream in(path);
   if (!in) return sup::error_from_errno(errno, "cannot read secrets file " + path);
   std::vector<std::string> values;

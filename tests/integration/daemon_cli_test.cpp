@@ -1,7 +1,10 @@
 // The daemon's command line, without a mount.
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <stdlib.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -85,4 +88,28 @@ TEST(DaemonCli, AnOptionLibfuseDoesNotKnowIsNamedAsOurOwnErrorsAre) {
   EXPECT_EQ(o.code, 1) << o.text;
   EXPECT_EQ(o.text.rfind("sbxfs: ", 0), 0u) << o.text;
   EXPECT_NE(o.text.find("unknown option(s): `-o no_such_option'"), std::string::npos) << o.text;
+}
+
+TEST(DaemonCli, ASecretsFileThatIsAFolderIsRefused) {
+  // A folder would read as empty: nothing masked, and nothing said.
+  auto o = run_daemon("-f --secrets-file /tmp --state-dir /nonexistent/sbxfs-cli-state /nonexistent/sbxfs-cli-test");
+  EXPECT_EQ(o.code, 1) << o.text;
+  EXPECT_NE(o.text.find("cannot read secrets file /tmp: a folder"), std::string::npos) << o.text;
+  // A character device is read like a file (here: no secrets); the start fails later, on its state directory.
+  o = run_daemon("-f --secrets-file /dev/null --state-dir /etc/passwd /nonexistent/sbxfs-cli-test");
+  EXPECT_EQ(o.text.find("secrets file"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("cannot create state directory /etc/passwd"), std::string::npos) << o.text;
+}
+
+TEST(DaemonCli, AStateDirectoryMadeByAFailedStartIsPrivate) {
+  char tmpl[] = "/tmp/sbxfs-cli-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string state = std::string(tmpl) + "/state";
+  // Refused after the state directory was made: the cgroup is no cgroup.
+  auto o = run_daemon("-f -o cgroup=/nonexistent --state-dir " + state + " /nonexistent/sbxfs-cli-test");
+  EXPECT_EQ(o.code, 1) << o.text;
+  struct stat st {};
+  ASSERT_EQ(::stat(state.c_str(), &st), 0) << o.text;
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  std::filesystem::remove_all(tmpl);
 }
