@@ -197,7 +197,8 @@ void Supervisor::Impl::launch(const std::shared_ptr<Starting>& s, std::map<std::
 std::optional<Error> Supervisor::Impl::no_place(uid_t owner) const {
   if (opts.max_running > 0 && running + starting >= opts.max_running)
     return Error{Errc::try_again, std::to_string(running + starting) +
-                                      " commands are running, the most allowed at once (max_running=" +
+                                      (running + starting == 1 ? " command is" : " commands are") +
+                                      " running, the most allowed at once (max_running=" +
                                       std::to_string(opts.max_running) +
                                       "): stop one, wait for one to end, or ask for \"queue\": true"};
   if (opts.max_running_per_user > 0) {
@@ -205,7 +206,8 @@ std::optional<Error> Supervisor::Impl::no_place(uid_t owner) const {
     const std::size_t n = mine == active_by_uid.end() ? 0 : mine->second;
     if (n >= opts.max_running_per_user)
       return Error{Errc::try_again, "uid " + std::to_string(owner) + " runs " + std::to_string(n) +
-                                        " commands, the most one user may run at once (max_running_per_user=" +
+                                        (n == 1 ? " command" : " commands") +
+                                        ", the most one user may run at once (max_running_per_user=" +
                                         std::to_string(opts.max_running_per_user) +
                                         "): stop one, wait for one to end, or ask for \"queue\": true"};
   }
