@@ -51,6 +51,7 @@ WATCH IT
   procs/ID/log             stdout and stderr as written (tail -f works); past
                            log_max its first half, a marker line, the latest output
   procs/ID/stdout, stderr  each stream alone; logs/ID.log = procs/ID/log
+                           (with the same keys: logs/ID.log,follow)
   procs/ID/events          the output as JSON lines: {"type": "stdout"|"stderr",
                            "cursor", "timestamp", "data"} ("dataBase64" when not
                            UTF-8), then {"type": "terminal", "exit": {...}}
@@ -64,7 +65,9 @@ WATCH IT
                            its last )" + std::to_string(cfg.output_max) + R"( bytes; bytes that are not UTF-8 as \xHH)
   procs/ID/steps.json      the steps recorded inside the command with
                            `sbx-step NAME -- COMMAND...` (it finds the tree from
-                           $SBX_MOUNT and $SBX_BGID, set in every command)
+                           $SBX_MOUNT and $SBX_BGID, set in every command), or
+                           by writing `start NAME` / `end [EXITCODE]` lines to
+                           procs/ID/steps while it runs (ESRCH once it ended)
   procs/ID/ready           write `port 3000`, `log REGEX` or `http 3000 /health`;
                            reading blocks until the command is ready (or ended)
                            and says what matched ("matched", "readyAt").
@@ -120,8 +123,12 @@ CONTROL IT
   mkdir procs/NAME         an empty named slot (a name not beginning with .);
                            then start a command in it:
   echo 'make' > procs/NAME/cmd  (again once it has ended, replacing the old run)
+  {"cmd": "make", "name": "NAME"} > cmd   the same without mkdir: the record is
+                           procs/NAME (EEXIST once the name is taken)
   rmdir procs/ID           forgets an ended command and its logs
   touch procs/ID/stop      an empty write stops too (`: > stop`, truncate -s 0)
+  stop, signal and stdin are write-only (mode 0222): write them without
+  reading them first.
 
 GIVE IT INPUT
   {"cmd": "python3 -i -q", "stdin": "pipe"} gives the command a pipe as its
@@ -157,7 +164,8 @@ WHOSE WORK IS IT
                            ok, exitCode; status.json shows the last 30
 
 Secrets (secretEnv values, the daemon's secrets file) are shown as **** in
-cmd, status.json, tail, wait and errors.
+cmd, status.json, tail, wait and errors, and each of their bytes as * in the
+log files, events and a ready answer's "matched".
 Commands keep running when the daemon stops; a restarted daemon finds them.
 Errors of rejected requests: cat errors (one JSON object per line).
 )";

@@ -383,7 +383,9 @@ TEST_F(FileParamsTest, TheTreesReadmeTeachesTheNames) {
   const std::string readme = file("README");
   for (const char* name : {"procs/ID/wait,timeoutSec=N,tailBytes=N", "readyPort=N", "procs/ID/output,timeoutSec=N,maxBytes=N",
                            "procs/ID/tail,tailBytes=N", "procs/ID/status.json,tailBytes=N", "status.json,all",
-                           "status.json,tailBytes=N", "EINVAL", "(1..30)"})
+                           "status.json,tailBytes=N", "EINVAL", "(1..30)", "logs/ID.log,follow",
+                           "procs/ID/log,timestamps", "procs/ID/events,since=CURSOR", "\"name\": \"NAME\"",
+                           "write-only", "start NAME"})
     EXPECT_NE(readme.find(name), std::string::npos) << name;
 }
 
