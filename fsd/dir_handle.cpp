@@ -1,5 +1,6 @@
 #include "fsd/dir_handle.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace fsd {
@@ -45,7 +46,10 @@ Reply DirHandle::list(fuse_req_t req, std::size_t size, off_t off) {
     fs_.listings()->made(*cached_, generation_);
   }
   const std::vector<DirEntry>& all = *entries_;
-  const std::size_t from = off < 0 ? 0 : static_cast<std::size_t>(off);
+  // After the entry the caller read last, found by its place (DirEntry::off),
+  // also in a listing made since.
+  const auto next = std::upper_bound(all.begin(), all.end(), off, [](off_t o, const DirEntry& e) { return o < e.off; });
+  const std::size_t from = static_cast<std::size_t>(next - all.begin());
   // The end of the listing: the kernel now holds a filler's copy whole.
   if (from >= all.size() && mode_ == ListingCache::Mode::fill) fs_.listings()->filled(*cached_, generation_);
   std::string buf(size, '\0');
@@ -56,7 +60,7 @@ Reply DirHandle::list(fuse_req_t req, std::size_t size, off_t off) {
     st.st_ino = e.ino;
     st.st_mode = e.mode;
     const std::size_t need =
-        fuse_add_direntry(req, buf.data() + used, size - used, e.name.c_str(), &st, static_cast<off_t>(i + 1));
+        fuse_add_direntry(req, buf.data() + used, size - used, e.name.c_str(), &st, e.off);
     if (need > size - used) break;
     used += need;
   }

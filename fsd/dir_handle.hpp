@@ -1,6 +1,6 @@
 #pragma once
-// An open directory of the tree: its listing, served by index (offset =
-// index + 1), and how it uses the kernel's copy of the listing
+// An open directory of the tree: its listing, served from an offset (each
+// entry's own place, tree.cpp), and how it uses the kernel's copy of the listing
 // (listing_cache.hpp). A plain or filling handle lists at opendir; a handle
 // that reads the kernel's copy lists only if the kernel asks it for an
 // offset (pages of the copy it let go), at that moment.

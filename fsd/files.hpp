@@ -34,6 +34,9 @@ struct DirEntry {
   std::string name;
   fuse_ino_t ino;
   mode_t mode;
+  /// Its readdir offset (list_dir sets it): the entry's own place, the same
+  /// in every listing of the folder, ascending within one.
+  off_t off = 0;
 };
 
 // readme_file.cpp: README, plain-text usage built from the configuration.
@@ -109,6 +112,8 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
 
 // procs_dir.cpp: procs/ itself.
 std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who, std::uint64_t* generation = nullptr);
+/// tree.cpp: the readdir offset of a record's entry in procs/ and logs/.
+off_t record_place(std::uint64_t serial);
 /// `mkdir procs/NAME`: an empty named slot.
 sup::Result<Node> make_slot(Filesystem& fs, const std::string& name, const Requester& who);
 /// `rmdir procs/ID`: removes an ended command's record and logs.

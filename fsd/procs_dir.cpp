@@ -1,5 +1,5 @@
-// procs/: one folder per command, in bgId order (automatic ids sort in start
-// order). `mkdir procs/NAME` makes an empty named slot; `rmdir procs/ID`
+// procs/: one folder per command, in the order the records were made
+// (tree.cpp: a listing's offsets). `mkdir procs/NAME` makes an empty named slot; `rmdir procs/ID`
 // forgets an ended command, its record and its logs (EBUSY while running).
 #include <cerrno>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@ std::vector<DirEntry> list_procs(Filesystem& fs, const Requester& who, std::uint
   for (sup::RecordEntry& e : fs.sup().entries(generation)) {
     if (!fs.visible(e.owner_uid, who)) continue;
     const fuse_ino_t ino = record_ino(e.serial, Kind::record_dir);
-    out.push_back(DirEntry{std::move(e.bg_id), ino, mode_of(Kind::record_dir)});
+    out.push_back(DirEntry{std::move(e.bg_id), ino, mode_of(Kind::record_dir), record_place(e.serial)});
   }
   return out;
 }

@@ -72,7 +72,7 @@ class ScratchFiles {
   std::optional<Info> stat(fuse_ino_t ino, uid_t uid) const;
   /// The scratch of inode `ino`, whoever owns it (the caller checked).
   std::optional<Info> info(fuse_ino_t ino) const;
-  /// `uid`'s scratch files in `dir` (name and inode), oldest first.
+  /// `uid`'s scratch files in `dir` (name and inode), by name.
   std::vector<Info> list(fuse_ino_t dir, uid_t uid) const;
 
   /// One more open file of `ino`; false when it is gone.

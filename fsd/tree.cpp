@@ -1,9 +1,10 @@
 // The shape of the tree: which names a directory holds, their inodes and
 // attributes, read from the table of the tree's files (tree_file.cpp).
 // Scratch files come after the tree's own names, in the root and in
-// procs/ID/ (scratch_file.cpp).
+// procs/ID/ (scratch_file.cpp); records in the order they were made.
 #include <cerrno>
 #include <ctime>
+#include <algorithm>
 #include <iterator>
 #include <optional>
 #include <sys/stat.h>
@@ -39,9 +40,42 @@ std::optional<timespec> start_time(const std::string& iso) {
   return timespec{static_cast<time_t>(*ms / 1000), static_cast<long>(*ms % 1000) * 1000000};
 }
 
+// A listing's readdir offsets are places of the entries' own, not their
+// indexes: a program reads a big folder in several getdents calls, and the
+// kernel matches the offset it holds against a listing made later (its
+// copy of procs/ filled anew, a page of it dropped). With indexes, a record
+// made or removed in between shifted the rest: a name came twice or one
+// that was there throughout was skipped. With places, the next part starts
+// after the last entry returned, whatever came or went. The fixed entries
+// take 1, 2, ...; a record its serial above kRecordPlaces (serials never
+// change while the daemon runs, and come in the order records were made);
+// a scratch file its inode's counter above kScratchPlaces.
+constexpr off_t kRecordPlaces = 3;
+constexpr off_t kScratchPlaces = off_t{1} << 16;
+
+void number_fixed(std::vector<DirEntry>& out) {
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].off = static_cast<off_t>(i + 1);
+}
+
 void append_scratch(std::vector<DirEntry>& out, Filesystem& fs, const Node& dir, const Requester& who) {
+  number_fixed(out);
   std::vector<DirEntry> scratch = list_scratch(fs, dir, who);
+  for (DirEntry& e : scratch) e.off = kScratchPlaces + static_cast<off_t>(e.ino & ~kScratchInoBit);
+  std::sort(scratch.begin(), scratch.end(), [](const DirEntry& a, const DirEntry& b) { return a.off < b.off; });
   out.insert(out.end(), std::make_move_iterator(scratch.begin()), std::make_move_iterator(scratch.end()));
+}
+
+}  // namespace
+
+off_t record_place(std::uint64_t serial) { return kRecordPlaces + static_cast<off_t>(serial); }
+
+namespace {
+
+/// The records' entries, in the order they were made, after . and ..
+void append_records(std::vector<DirEntry>& out, std::vector<DirEntry> records) {
+  number_fixed(out);
+  std::sort(records.begin(), records.end(), [](const DirEntry& a, const DirEntry& b) { return a.off < b.off; });
+  out.insert(out.end(), std::make_move_iterator(records.begin()), std::make_move_iterator(records.end()));
 }
 
 /// The node of `name`, FILE,KEYS with FILE the file `row` of `parent`: a
@@ -185,8 +219,7 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
     case Kind::procs: {
       out.push_back({".", dir.ino, dmode});
       out.push_back({"..", fixed_ino(Kind::root), dmode});
-      std::vector<DirEntry> procs = list_procs(fs, who, generation);
-      out.insert(out.end(), procs.begin(), procs.end());
+      append_records(out, list_procs(fs, who, generation));
       return out;
     }
     case Kind::record_dir:
@@ -196,15 +229,18 @@ sup::Result<std::vector<DirEntry>> list_dir(Filesystem& fs, const Node& dir, con
         if (f.place == Place::record) out.push_back({std::string(f.name), record_ino(dir.record->serial, f.kind), f.mode});
       append_scratch(out, fs, dir, who);
       return out;
-    case Kind::logs:
+    case Kind::logs: {
       out.push_back({".", dir.ino, dmode});
       out.push_back({"..", fixed_ino(Kind::root), dmode});
+      std::vector<DirEntry> logs;
       for (const sup::RecordEntry& e : fs.sup().entries(generation)) {
         if (!fs.visible(e.owner_uid, who) || e.empty) continue;
-        out.push_back({e.bg_id + std::string(kLogSuffix), record_ino(e.serial, Kind::logs_entry),
-                       mode_of(Kind::logs_entry)});
+        logs.push_back({e.bg_id + std::string(kLogSuffix), record_ino(e.serial, Kind::logs_entry),
+                        mode_of(Kind::logs_entry), record_place(e.serial)});
       }
+      append_records(out, std::move(logs));
       return out;
+    }
     default:
       return sup::Error{sup::Errc::not_a_directory, "not a directory"};
   }

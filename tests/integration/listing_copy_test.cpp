@@ -3,7 +3,14 @@
 // removed, and never shows a record gone or misses one made before it began.
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <fcntl.h>
+#include <map>
 #include <set>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -114,6 +121,90 @@ TEST_F(ListingCopyTest, ListersBesideStartsAndRemovals) {
     EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), live) << "round " << round;
     EXPECT_EQ(names.size(), live.size()) << "no name twice";
   }
+}
+
+// A program reads a big folder in several getdents(2) calls. Records made
+// and removed between two calls, and the kernel's copy of the listing let
+// go meanwhile (so that the daemon answers the rest from a listing made
+// then), make no name come twice and skip none that was there throughout.
+TEST_F(ListingCopyTest, AListingReadInPartsRepeatsAndSkipsNothing) {
+  std::set<std::string> slots;
+  for (int i = 0; i < 300; ++i) {
+    const std::string name = "s" + std::to_string(1000 + i);
+    ASSERT_EQ(mkdir_errno(p("procs/" + name)), 0) << name;
+    slots.insert(name);
+  }
+  // Reads procs/ in parts of 1 KiB; after the third, `between` runs.
+  auto read_in_parts = [&](const std::function<void(const std::vector<std::string>&)>& between) {
+    (void)list_dir(p("procs"));  // fills the kernel's copy: the reader below reads it
+    const int fd = ::open(p("procs").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    std::map<std::string, int> seen;
+    std::vector<std::string> order;
+    char buf[1024];
+    for (int part = 0;; ++part) {
+      if (part == 3) {
+        between(order);
+        // The kernel lets go of its copy's pages, as under memory pressure.
+        EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+      }
+      const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+      EXPECT_GE(n, 0) << errno_name(errno);
+      if (n <= 0) break;
+      for (long at = 0; at < n;) {
+        struct Head {
+          std::uint64_t ino;
+          std::int64_t off;
+          unsigned short reclen;
+          unsigned char type;
+        };
+        Head h;
+        std::memcpy(&h, buf + at, sizeof h);
+        const std::string name(buf + at + offsetof(Head, type) + 1);
+        if (name != "." && name != "..") {
+          ++seen[name];
+          order.push_back(name);
+        }
+        at += h.reclen;
+      }
+    }
+    ::close(fd);
+    return seen;
+  };
+
+  // Names made ahead of the reader's place (in name order) and some it read removed.
+  std::set<std::string> gone, added;
+  std::map<std::string, int> seen = read_in_parts([&](const std::vector<std::string>& read) {
+    ASSERT_GE(read.size(), 40u) << "three parts of 1 KiB hold more than 40 names";
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_EQ(rmdir_errno(p("procs/" + read[static_cast<std::size_t>(i)])), 0);
+      gone.insert(read[static_cast<std::size_t>(i)]);
+    }
+    for (int i = 0; i < 40; ++i) {
+      const std::string name = "a" + std::to_string(100 + i);
+      ASSERT_EQ(mkdir_errno(p("procs/" + name)), 0);
+      added.insert(name);
+    }
+  });
+  for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name << " listed " << count << " times";
+  for (const std::string& name : slots)
+    if (!gone.count(name)) EXPECT_EQ(seen.count(name), 1u) << name << " was there throughout, not listed";
+  for (const std::string& name : gone) slots.erase(name);
+  slots.insert(added.begin(), added.end());
+
+  // Only removals, of names it read: the rest moves back.
+  gone.clear();
+  seen = read_in_parts([&](const std::vector<std::string>& read) {
+    for (std::size_t i = 0; i < 30 && i < read.size(); ++i) {
+      if (!slots.count(read[i])) continue;
+      ASSERT_EQ(rmdir_errno(p("procs/" + read[i])), 0);
+      gone.insert(read[i]);
+    }
+  });
+  EXPECT_GE(gone.size(), 20u);
+  for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name << " listed " << count << " times";
+  for (const std::string& name : slots)
+    if (!gone.count(name)) EXPECT_EQ(seen.count(name), 1u) << name << " was there throughout, not listed";
 }
 
 }  // namespace
