@@ -74,7 +74,9 @@ namespace {
 /// The records' entries, in the order they were made, after . and ..
 void append_records(std::vector<DirEntry>& out, std::vector<DirEntry> records) {
   number_fixed(out);
-  std::sort(records.begin(), records.end(), [](const DirEntry& a, const DirEntry& b) { return a.off < b.off; });
+  // Already so when every id is automatic (they sort in start order).
+  const auto by_place = [](const DirEntry& a, const DirEntry& b) { return a.off < b.off; };
+  if (!std::is_sorted(records.begin(), records.end(), by_place)) std::sort(records.begin(), records.end(), by_place);
   out.insert(out.end(), std::make_move_iterator(records.begin()), std::make_move_iterator(records.end()));
 }
 
