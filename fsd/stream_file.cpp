@@ -134,6 +134,7 @@ class StreamHandle : public FollowedReadHandle {
   /// Opens what the view reads, once it exists; 0 when there is nothing yet.
   int ensure() {
     if (raw_) return 0;
+    if (index_.is_open() && !follow_ && index_.superseded()) rebind();
     if (index_.is_open()) {
       const int err = index_.refresh();
       if (err == 0) view_.settle(index_);
@@ -156,6 +157,25 @@ class StreamHandle : public FollowedReadHandle {
     }
     raw_.reset(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
     return raw_ || errno == ENOENT ? 0 : errno;
+  }
+
+  /// A new run of the named slot replaced the record's folder: a plain view
+  /// shows what the name holds now, as a file rewritten in place would (its
+  /// size, which stat(2) tells, and its bytes agree). A removed record's
+  /// output stays readable through what is open; a `follow` view ends with
+  /// its run instead (followed_read.hpp).
+  void rebind() {
+    sup::LogIndex next;
+    const int err = next.open(dir_);
+    struct stat st {};
+    if (err != 0 && (err != ENOENT || ::stat(dir_.c_str(), &st) != 0)) return;
+    index_ = std::move(next);  // closed when the new run has no output yet
+    view_ = sup::LogView(sel_, secrets_);
+    text_.clear();
+    text_base_ = 0;
+    read_ = StampState{};
+    count_ = StampState{};
+    counted_ = 0;
   }
 
   /// An older build's file, masked.

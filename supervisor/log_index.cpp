@@ -266,6 +266,13 @@ int LogIndex::refresh() {
   return 0;
 }
 
+bool LogIndex::superseded() const {
+  if (parts_.empty()) return false;
+  struct stat now {}, ours {};
+  if (::fstat(parts_[0].index.get(), &ours) != 0) return false;
+  return ::stat((dir_ + "/index").c_str(), &now) != 0 || now.st_ino != ours.st_ino || now.st_dev != ours.st_dev;
+}
+
 std::uint64_t LogIndex::head_chunks() const { return parts_.empty() ? 0 : parts_[0].chunks.size(); }
 
 std::uint64_t LogIndex::kept_from() const { return parts_.size() > 1 ? parts_[1].first : head_chunks(); }

@@ -128,6 +128,9 @@ class LogIndex {
   /// Reads what was appended since, finds new tail segments and forgets
   /// those the monitor removed; 0 or an errno.
   int refresh();
+  /// DIR/index is another file now: a new run of the named slot replaced
+  /// the record's folder (or it was removed). What is open is the old run's.
+  bool superseded() const;
 
   std::uint64_t run_id() const { return run_id_; }
   /// The head's data file, `log` (read-only).

@@ -69,8 +69,8 @@ class LogView {
   std::size_t piece_at(std::uint64_t off) const;
   std::uint64_t piece_end(std::size_t i) const;
 
-  const LogSelection sel_;
-  const Masking masking_;
+  LogSelection sel_;  // not const: a view is replaced by assignment (a new run)
+  Masking masking_;
   std::vector<std::string> secrets_;  // the non-empty ones
   std::size_t reach_ = 0;  // longest secret - 1
   std::vector<Piece> pieces_;

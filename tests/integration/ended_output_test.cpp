@@ -121,5 +121,47 @@ print(before, os.fstat(fd).st_size)
   EXPECT_EQ(r.out, "4 17\n");
 }
 
+// What a held descriptor reads agrees with what fstat says: the bytes of
+// the run the name shows now, as with a file rewritten in place, for the
+// log, a stream and a timestamped view. A removed record's stay readable.
+TEST_F(EndedOutputTest, AHeldDescriptorReadsTheSlotsNextRun) {
+  ASSERT_EQ(run("mkdir \"$MNT/procs/s\" && echo 'seq 1 7' > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\"").code, 0);
+  auto r = python(R"(
+import os
+s = os.environ['MNT'] + '/procs/s/'
+fds = {n: os.open(s + n, os.O_RDONLY) for n in ('log', 'stdout', 'log,timestamps')}
+first = {n: os.pread(fd, 4096, 0) for n, fd in fds.items()}
+with open(s + 'cmd', 'w') as f: f.write('seq 100 120\n')
+open(s + 'wait').read()
+now = {n: os.pread(fd, 4096, 0) for n, fd in fds.items()}
+for n, fd in fds.items():
+    print(n, first[n].count(b'\n'), now[n].count(b'\n'), len(now[n]) == os.fstat(fd).st_size,
+          now[n].endswith(b'120\n'))
+os.rmdir(s)
+print('removed', os.pread(fds['log'], 4096, 0) == now['log'])
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "log 7 21 True True\nstdout 7 21 True True\nlog,timestamps 7 21 True True\nremoved True\n");
+}
+
+// `tail -f` on a slot's log goes on with its next run.
+TEST_F(EndedOutputTest, TailFollowsTheSlotsNextRun) {
+  ASSERT_EQ(run("mkdir \"$MNT/procs/s\" && echo 'echo one' > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\"").code, 0);
+  const std::string out = dir_ + "/tail.out";
+  spawn_bg("exec tail -f \"$MNT/procs/s/log\"", out);
+  ASSERT_TRUE(wait_until([&] { return read_file(out).data == "one\n"; }, 10s));
+  ASSERT_EQ(run("echo 'seq 100 120' > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\"").code, 0);
+  // tail goes on from where it was (byte 4 of the new log), or from the
+  // start when it saw the new log shorter than that.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        const std::string t = read_file(out).data;
+        return t.size() > 4 && t.ends_with("119\n120\n");
+      },
+      10s))
+      << read_file(out).data;
+}
+
 }  // namespace
 }  // namespace sbxit

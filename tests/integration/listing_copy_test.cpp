@@ -188,7 +188,9 @@ TEST_F(ListingCopyTest, AListingReadInPartsRepeatsAndSkipsNothing) {
   });
   for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name << " listed " << count << " times";
   for (const std::string& name : slots)
-    if (!gone.count(name)) EXPECT_EQ(seen.count(name), 1u) << name << " was there throughout, not listed";
+    if (!gone.count(name)) {
+      EXPECT_EQ(seen.count(name), 1u) << name << " was there throughout, not listed";
+    }
   for (const std::string& name : gone) slots.erase(name);
   slots.insert(added.begin(), added.end());
 
@@ -204,7 +206,9 @@ TEST_F(ListingCopyTest, AListingReadInPartsRepeatsAndSkipsNothing) {
   EXPECT_GE(gone.size(), 20u);
   for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name << " listed " << count << " times";
   for (const std::string& name : slots)
-    if (!gone.count(name)) EXPECT_EQ(seen.count(name), 1u) << name << " was there throughout, not listed";
+    if (!gone.count(name)) {
+      EXPECT_EQ(seen.count(name), 1u) << name << " was there throughout, not listed";
+    }
 }
 
 }  // namespace
