@@ -7,7 +7,7 @@
 //   opened without O_EXCL and written in place (atomic_write.hpp);
 // - ctl: the monitor's FIFO, kept by the monitor when it finds one;
 // - exit.json.tmp: the space exit.json needs, reserved (the monitor
-//   reserves it itself where it is missing).
+//   reserves it itself where it is missing, before the command runs).
 // A start that finds a bare folder (no spare left) creates them as before.
 
 namespace sup {

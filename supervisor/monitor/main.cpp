@@ -548,6 +548,11 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   // byte: relay.cpp).
   make_fifo(dirfd, sup::kCtlFile);
   g_ctl_created = true;
+  // The space the end's record needs, before anything runs: a command whose
+  // end could not be written would be a record that lies (the folder was
+  // made ahead with it, as a rule: then this is one look at its size).
+  if (int e = sup::reserve_file(dirfd, sup::atomic_tmp_name(sup::kExitFile).c_str(), sup::kExitFileReserve))
+    fail(e, errmsg("no space for the record of its end (exit.json)", e));
   m.ctlfd = ::openat(dirfd, sup::kCtlFile, O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (m.ctlfd < 0) fail(errno, errmsg("cannot open ctl", errno));
   m.out.name = "stdout";  // created at their first byte (relay.cpp)
@@ -673,11 +678,8 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   ::dup2(devnull, 1);  // the launcher's read now sees EOF
   // After the report, off the start's path (a file created is 15-200 us on
   // ext4, bench/RESULTS.md): the log, so that output at the end (a last
-  // line, then exit) does not pay for it; and the space exit.json needs
-  // (made ahead with the folder, as a rule: supervisor/start_folder.hpp).
+  // line, then exit) does not pay for it.
   (void)relay.open_log();  // else tried again at the first output
-  if (int e = sup::reserve_file(dirfd, sup::atomic_tmp_name(sup::kExitFile).c_str(), sup::kExitFileReserve))
-    diag("cannot reserve space for exit.json: %s", ::strerror(e));
   if (::chdir("/") != 0) {
     // Only to not pin the command's cwd; harmless if it fails.
   }

@@ -122,6 +122,36 @@ TEST_F(DiskFullTest, AStartThatCannotWriteItsRecordFailsCleanly) {
   EXPECT_EQ(mkdir_errno(p("procs/slot")), 0);
 }
 
+// Space comes back a page at a time, with no folder made ahead (the full
+// disk used them up): at some page a start has room for its request and
+// its start but not for its end. It must fail then, not run a command
+// whose end can never be written.
+TEST_F(DiskFullTest, EveryStartThatRanGetsItsEndRecorded) {
+  fill();
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(request(p("cmd"), "echo used-up\n").first, ENOSPC);
+  const std::string filler = state_ + "/filler";
+  struct stat st {};
+  ASSERT_EQ(::stat(filler.c_str(), &st), 0);
+  int started = 0;
+  for (off_t size = st.st_size; size > st.st_size - 16 * 4096; size -= 4096) {
+    ASSERT_EQ(::truncate(filler.c_str(), size), 0);
+    const auto before = procs();
+    const auto [err, answer] = request(p("cmd"), "echo page\n");
+    if (err != 0) {
+      EXPECT_EQ(err, ENOSPC) << errno_name(err) << " " << answer;
+      EXPECT_EQ(procs(), before) << "nothing is half-created";
+      continue;
+    }
+    ++started;
+    const std::string id = answer.substr(0, answer.find('\n'));
+    const json end = wait_ended(id);
+    EXPECT_EQ(end["endReason"], "exited") << "at " << (st.st_size - size) / 4096 << " pages: " << end.dump();
+    EXPECT_EQ(end["exitCode"], 0) << end.dump();
+    EXPECT_EQ(stat_errno(state_ + "/procs/" + id + "/exit.json"), 0) << id;
+  }
+  EXPECT_GT(started, 0);
+}
+
 TEST_F(DiskFullTest, ACommandWritingPastTheSpaceRunsOnAndItsRecordSaysWhatWasLost) {
   // 2 MB of output (4 MB with the log) into 1 MiB: the disk fills while it runs.
   const std::string id = start("echo begin; head -c 2000000 /dev/zero | tr '\\0' x; echo; echo end");
