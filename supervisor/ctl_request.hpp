@@ -9,5 +9,8 @@ namespace sup {
 /// Writes `line` into DIR/ctl without blocking. A monitor that is finishing
 /// (no reader: ENXIO, or no FIFO) is no error: its exit event follows.
 Status write_ctl(const std::string& dir, const std::string& line);
+/// Whether a monitor reads DIR/ctl now (it alone holds the FIFO open for
+/// reading, from before its command runs until its end is written).
+bool monitor_answers(const std::string& dir);
 
 }  // namespace sup

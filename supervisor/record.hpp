@@ -71,8 +71,13 @@ struct Record {
 };
 
 /// What a record shows: its state, or error when a file of it cannot be read
-/// (also while its command still runs, its monitor.json torn).
-inline CommandState shown_state(const Record& r) { return r.error ? CommandState::error : r.state; }
+/// and its command is not running. One that runs (a torn spec.json or
+/// monitor.json found at a restart, its monitor alive) shows running, with
+/// its `error`, until it ends: so a listing that found it ended never has
+/// to look at it again (live_records.hpp).
+inline CommandState shown_state(const Record& r) {
+  return r.error && !is_running(r.state) ? CommandState::error : r.state;
+}
 
 /// The state a running record's monitor.json says (restart policy): a run
 /// under way, or the delay before the next one (restartAt).

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "supervisor/auto_id.hpp"
+#include "supervisor/ctl_request.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/legacy_staging.hpp"
 #include "supervisor/log_limit.hpp"
@@ -57,22 +58,34 @@ void Supervisor::Impl::load_record(const std::string& id) {
       r.owner_sid = r.spec->requester_sid;
     }
   }
+  // A record whose spec.json cannot be read may still have started: the
+  // rest of it is read as any other's.
+  const bool spec_unread = r.state == CommandState::error;
+  if (spec_unread) r.state = CommandState::running;
   if (r.state == CommandState::running && !r.error && load_queued(r)) {
     // Not started yet: started in order once loaded (start_queue.cpp).
-  } else if (r.state == CommandState::running && !r.error) {
+  } else if (r.state == CommandState::running) {
     auto mon = read_file(dir + "/monitor.json");
     if (mon.ok() && mon.value()) {
       auto m = parse_monitor(*mon.value());
       if (m) r.monitor = m.value();
-      else r.error = m.error();
+      else if (!r.error) r.error = m.error();
     }
     auto ex = read_file(dir + "/exit.json");
     if (ex.ok() && ex.value()) {
       auto e = parse_exit(*ex.value());
       r.state = CommandState::exited;
       if (e) r.exit = e.value();
-      else r.error = e.error();
-    } else if (!r.error) {
+      else if (!r.error) r.error = e.error();
+    } else if (r.error) {
+      // A file of it cannot be read and its end is not written. While its
+      // monitor answers on ctl, its command runs: it stays running (shown
+      // as error), `stop` reaches it and its end comes as exit.json
+      // (watch_running). A torn monitor.json of a gone monitor ends as any
+      // gone monitor's (on_monitor_exit); without a spec, nothing more can
+      // be told of it.
+      if (spec_unread && !monitor_answers(dir)) r.state = CommandState::error;
+    } else {
       bool alive = r.monitor.monitor_pid > 0 &&
                    process_start_time(r.monitor.monitor_pid) == r.monitor.monitor_start &&
                    !process_is_zombie(r.monitor.monitor_pid);

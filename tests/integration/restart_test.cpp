@@ -208,6 +208,37 @@ TEST_F(RestartTest, CorruptRecordLoadsAsError) {
   EXPECT_EQ(status_json(b)["exitCode"], 2) << "the other records load normally";
 }
 
+// A record of a running command whose spec.json or monitor.json is torn
+// when the daemon starts: its monitor still answers, so it is still
+// supervised. It shows running with its error, cannot be removed while it
+// runs, and `stop` ends it (returning once it has ended).
+TEST_F(RestartTest, ARunningCommandWhoseRecordIsTornIsStillSupervised) {
+  const std::vector<std::string> ids = {start(R"({"cmd": "exec sleep 300", "name": "torn-monitor"})"),
+                                        start(R"({"cmd": "exec sleep 301", "name": "torn-spec"})")};
+  ASSERT_EQ(ids, (std::vector<std::string>{"torn-monitor", "torn-spec"}));
+  std::vector<pid_t> pids;
+  for (const std::string& id : ids) pids.push_back(status_json(id)["pid"].get<pid_t>());
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ASSERT_EQ(write_file(state_ + "/procs/torn-monitor/monitor.json", "{ torn", O_WRONLY | O_TRUNC), 0);
+  ASSERT_EQ(write_file(state_ + "/procs/torn-spec/spec.json", "{ torn", O_WRONLY | O_TRUNC), 0);
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::string& id = ids[i];
+    json s = status_json(id);
+    EXPECT_EQ(s["running"], true) << s.dump();
+    EXPECT_EQ(s["state"], "running") << s.dump();
+    EXPECT_TRUE(s["error"].is_object()) << s.dump();
+    EXPECT_EQ(rmdir_errno(p("procs/" + id)), EBUSY);
+    EXPECT_TRUE(pid_alive(pids[i])) << id;
+    EXPECT_EQ(write_file(p("procs/" + id + "/stop"), "\n"), 0) << id;
+    EXPECT_FALSE(pid_alive(pids[i])) << id << ": stop returned before the command ended";
+    s = status_json(id);
+    EXPECT_EQ(s["running"], false) << s.dump();
+    EXPECT_EQ(s["state"], "error") << "a file of it is still torn: " << s.dump();
+    EXPECT_EQ(rmdir_errno(p("procs/" + id)), 0) << id;
+  }
+}
+
 // The kernel sends no RELEASE for files still open when the mount goes away:
 // the daemon frees them itself (in the sanitizer build, a leak report in its
 // log fails the test).
