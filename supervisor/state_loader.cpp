@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "supervisor/auto_id.hpp"
+#include "supervisor/cgroup.hpp"
 #include "supervisor/ctl_request.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/legacy_staging.hpp"
@@ -211,6 +213,7 @@ Status Supervisor::Impl::load() {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::lock_guard g(mu);
   for (auto& id : ids) load_record(id);
+  sweep_stray_cgroups();
   // Scripts of records that are gone (removed while a daemon crashed).
   std::set<std::string> kept;
   for (auto& [id, r] : records)
@@ -218,6 +221,29 @@ Status Supervisor::Impl::load() {
   for (auto& e : fs::directory_iterator(opts.state_dir + "/scripts", ec))
     if (!kept.count(e.path().string())) fs::remove(e.path(), ec);
   return Ok{};
+}
+
+void Supervisor::Impl::sweep_stray_cgroups() {
+  // A start that a killed daemon left in flight made its cgroup (and may
+  // have forked its command into it) but no record: its folder was removed
+  // above, so nothing says it ran, and nothing of it may be left. Nor of a
+  // cgroup a record no longer names (an aborted run of a slot). A running
+  // record whose monitor.json is torn names no cgroup: its id's are kept.
+  if (!cgroups) return;
+  std::set<std::string> owned, unknown_ids;
+  for (const auto& [id, r] : records) {
+    if (!is_running(r.state)) continue;
+    if (!r.monitor.cgroup.empty()) owned.insert(r.monitor.cgroup);
+    else unknown_ids.insert(id);
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cgroups->subtree, ec)) {
+    const std::string name = e.path().filename().string();
+    const std::size_t serial = name.rfind('-');
+    if (name.rfind("cmd-", 0) != 0 || serial <= 4 || !e.is_directory(ec)) continue;
+    if (owned.count(e.path().string()) || unknown_ids.count(name.substr(4, serial - 4))) continue;
+    (void)Cgroup(e.path().string()).destroy(std::chrono::seconds(2));
+  }
 }
 
 }  // namespace sup

@@ -161,6 +161,8 @@ struct Supervisor::Impl {
   // state_loader.cpp
   Status load();
   void load_record(const std::string& id);
+  /// At load: ends and removes the commands' cgroups no record owns.
+  void sweep_stray_cgroups();
   /// A running command taken back was paused by the daemon before: its
   /// cgroup is frozen, or (no cgroup) its first process is stopped.
   static bool paused_before(const MonitorInfo& m);

@@ -246,5 +246,30 @@ TEST_F(StartParkingTest, AWriteOrReadDuringAStartAtCloseIsEbusy) {
   EXPECT_EQ(errs.back()["errno"], "EBUSY");
 }
 
+// A start in flight when the daemon is killed made its cgroup but no
+// record: the next daemon leaves nothing of it, in the state directory or
+// in the cgroup tree.
+TEST_F(StartParkingTest, AStartInFlightWhenTheDaemonIsKilledLeavesNoCgroup) {
+  const json sup = root_status()["supervisor"];
+  if (!sup["cgroup"].is_string() || sup["cgroup"].get<std::string>().empty()) GTEST_SKIP() << "no cgroup tracking here";
+  const std::string subtree = sup["cgroup"];
+  auto commands_cgroups = [&] {
+    std::vector<std::string> out;
+    for (const std::string& e : list_dir(subtree))
+      if (e.rfind("cmd-", 0) == 0) out.push_back(e);
+    return out;
+  };
+  stop_server();
+  spawn_bg("echo 'sleep 100' > \"$MNT/cmd\"");
+  ASSERT_TRUE(wait_until([&] { return starts_under_way() == 1 && commands_cgroups().size() == 1; }, 5s));
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ASSERT_EQ(::kill(server_, SIGKILL), 0);
+  server_ = 0;
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  EXPECT_EQ(commands_cgroups(), std::vector<std::string>{});
+  EXPECT_EQ(procs(), std::vector<std::string>{});
+  EXPECT_EQ(starts_under_way(), 0);
+}
+
 }  // namespace
 }  // namespace sbxit
