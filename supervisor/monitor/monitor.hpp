@@ -82,6 +82,7 @@ class Relay {
     uint64_t generation = 0;  // 0: the head
     uint64_t bytes = 0;       // in its data file
     uint64_t entries = 0;     // in its index
+    uint64_t index_bytes = 0; // its index's size: the header and the whole entries
     uint64_t start = 0;       // position of its first byte in the whole output
   };
 
@@ -106,6 +107,9 @@ class Relay {
   void count_dropped();
   void grow(Stream& s);
   void note(int* state, const char* name, int err);
+  // Appends one entry to the part's index; a write that failed takes back
+  // what reached the file (a torn entry would shift every later one).
+  int add_entry(Part& p, const char* entry);
 
   int dirfd_;
   uint64_t log_max_;

@@ -88,7 +88,15 @@ bool Relay::open_log() {
     run_id_ = (static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec)) ^
               (static_cast<uint64_t>(::getpid()) << 40);
     const std::string header = sup::encode_index_header(run_id_);
-    note(&index_state_, "index", write_all(head_.index, header.data(), header.size()));
+    if (int err = write_all(head_.index, header.data(), header.size())) {
+      // A torn header is no index: none yet, tried again at the next chunk.
+      note(&index_state_, "index", err);
+      ::close(head_.index);
+      head_.index = -1;
+      ::unlinkat(dirfd_, "index", 0);
+      return false;
+    }
+    head_.index_bytes = header.size();
   }
   head_.data = ::openat(dirfd_, "log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
   if (head_.data < 0) note(&log_state_, "log", errno);  // tried again at the next chunk
@@ -125,14 +133,32 @@ uint64_t Relay::append(Part& p, sup::LogStream stream, const char* buf, size_t l
   sup::LogChunk chunk{p.bytes, time_us, static_cast<uint32_t>(wrote), stream};
   chunk.marker = kind;
   sup::encode_index_entry(chunk, entry);
+  if (int ierr = add_entry(p, entry)) {
+    // Bytes no entry tells would be hidden from every reader and counted
+    // nowhere: they are taken back too (shrinking needs no space), and lost.
+    note(&index_state_, "index", ierr);
+    if (p.data >= 0) (void)::ftruncate(p.data, static_cast<off_t>(p.bytes));
+    log_lost_ += wrote;
+    return 0;
+  }
+  note(&index_state_, "index", 0);
   p.bytes += wrote;
   ++p.entries;
   ++chunks_;
   if (stream == sup::LogStream::marker) marks_ += wrote;
   else (stream == sup::LogStream::err ? err_pos_ : out_pos_) += wrote;
   last_byte_ = buf[wrote - 1];
-  note(&index_state_, "index", write_all(p.index, entry, sizeof entry));
   return wrote;
+}
+
+int Relay::add_entry(Part& p, const char* entry) {
+  const int err = p.index < 0 ? EBADF : write_all(p.index, entry, sup::kIndexEntrySize);
+  if (err != 0) {
+    if (p.index >= 0) (void)::ftruncate(p.index, static_cast<off_t>(p.index_bytes));
+    return err;
+  }
+  p.index_bytes += sup::kIndexEntrySize;
+  return 0;
 }
 
 uint64_t Relay::room(const Part& p, uint64_t cap) const {
@@ -171,7 +197,7 @@ void Relay::keep(sup::LogStream stream, const char* buf, size_t len, int64_t tim
     head_end_ = whole_pos();
     char entry[sup::kIndexEntrySize];
     sup::encode_index_entry({head_.bytes, time_us, 0, sup::LogStream::continued}, entry);
-    note(&index_state_, "index", write_all(head_.index, entry, sizeof entry));
+    note(&index_state_, "index", add_entry(head_, entry));
   }
   keep_in_tail(stream, buf, len, time_us, kind);
 }
@@ -220,6 +246,7 @@ bool Relay::rotate(int64_t) {
     const std::string header = sup::encode_tail_header(
         {run_id_, p.generation, head_end_, chunks_, out_pos_ + marks_, err_pos_ + marks_, log_max_});
     err = write_all(p.index, header.data(), header.size());
+    p.index_bytes = header.size();
   }
   note(&tail_state_, "a tail segment", err);
   if (err != 0) {

@@ -152,6 +152,28 @@ TEST_F(DiskFullTest, EveryStartThatRanGetsItsEndRecorded) {
   EXPECT_GT(started, 0);
 }
 
+// Many small writes into a log whose block has room left, once the index
+// has none: what the log shows and what the record counts as lost add up
+// to what the command wrote (bytes no index entry tells were hidden and
+// counted nowhere).
+TEST_F(DiskFullTest, WhatTheLogShowsAndWhatIsCountedLostAddUp) {
+  const std::string go = dir_ + "/go";
+  const std::string id = start("echo begin; while [ ! -e '" + go +
+                               "' ]; do sleep 0.01; done; i=0; while [ $i -lt 300 ]; do echo $i; i=$((i+1)); sleep 0.002; done");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return log(id) == "begin\n"; }, 5s));
+  fill();
+  ASSERT_EQ(write_file(go, "", O_WRONLY | O_CREAT | O_TRUNC), 0);
+  const json st = wait_ended(id, 30s);
+  EXPECT_EQ(st["exitCode"], 0) << st.dump();
+  const std::size_t written = 6 + 10 * 2 + 90 * 3 + 200 * 4;  // begin, then 0..299
+  const std::string shown = log(id);
+  const long long lost = st.value("outputLost", 0LL);
+  EXPECT_EQ(shown.size() + static_cast<std::size_t>(lost), written) << "shown " << shown.size() << ", lost " << lost;
+  EXPECT_EQ(shown.rfind("begin\n0\n1\n", 0), 0u) << shown.substr(0, 40);
+  EXPECT_EQ(file("procs/" + id + "/stdout"), shown);
+}
+
 TEST_F(DiskFullTest, ACommandWritingPastTheSpaceRunsOnAndItsRecordSaysWhatWasLost) {
   // 2 MB of output (4 MB with the log) into 1 MiB: the disk fills while it runs.
   const std::string id = start("echo begin; head -c 2000000 /dev/zero | tr '\\0' x; echo; echo end");
