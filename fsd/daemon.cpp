@@ -300,6 +300,11 @@ int run(Options& opts) {
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());
+  for (const auto& [id, err] : supervisor->load_errors()) {
+    const std::optional<sup::CommandStatus> st = supervisor->status(id, sup::CpuFigure::skip);
+    fuse_log(FUSE_LOG_WARNING, "sbxfs: record %s cannot be read: %s (%s)\n", id.c_str(), err.message.c_str(),
+             st && st->running ? "its command runs on, supervised" : "shown as state error");
+  }
 
   std::filesystem::create_directories(mountpoint, ec);
   if (ec) return fail("cannot create mount point " + mountpoint + ": " + ec.message());

@@ -142,6 +142,7 @@ class StreamHandle : public FollowedReadHandle {
     }
     const int err = index_.open(dir_);
     if (err == 0) view_.settle(index_);
+    if (err == EBADMSG) return damaged_index();
     if (err != ENOENT) return err;
     // No index: an older build's record keeps its streams in files of their
     // own (a new one makes its index before its log).
@@ -176,6 +177,29 @@ class StreamHandle : public FollowedReadHandle {
     read_ = StampState{};
     count_ = StampState{};
     counted_ = 0;
+  }
+
+  /// The index is no index (cut inside its header, overwritten), while the
+  /// log is there (the monitor makes the index whole before the log): the
+  /// log holds every byte in order, and is shown as it is. The streams and
+  /// the times cannot be told: those views fail with EIO. Either way
+  /// `errors` says why, once per open file.
+  int damaged_index() {
+    struct stat st {};
+    if (::stat((dir_ + "/log").c_str(), &st) != 0) return errno == ENOENT ? 0 : errno;  // the index is being made
+    const bool whole = sel_ == LogSelection::all && !timestamps_;
+    if (whole) {
+      raw_.reset(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!raw_) return errno;
+    }
+    const char* name = sel_ == LogSelection::all ? "log" : sel_ == LogSelection::out ? "stdout" : "stderr";
+    if (!reported_)
+      fs_.errors().add("procs/" + id_ + "/" + name + (timestamps_ ? ",timestamps" : ""), EIO,
+                       whole ? "the record's index is damaged: its log is shown whole, without streams or times"
+                             : "the record's index is damaged: its streams and times cannot be told (the log is whole)",
+                       "", id_);
+    reported_ = true;
+    return whole ? 0 : EIO;
   }
 
   /// An older build's file, masked.
@@ -344,7 +368,13 @@ bool stream_attr(Filesystem& fs, const Node& node, struct stat* st) {
         key, [&] { return std::make_unique<StreamHandle>(fs, rec, sel, false, true); }, st);
   }
   sup::LogIndex index;
-  if (index.open(dir) != 0 || ::fstat(index.log_fd(), st) != 0) return false;
+  if (const int err = index.open(dir); err == EBADMSG) {
+    // A damaged index (damaged_index()): the log's size, so that a read
+    // comes and says what is wrong, never an empty file.
+    return ::stat((dir + "/log").c_str(), st) == 0;
+  } else if (err != 0 || ::fstat(index.log_fd(), st) != 0) {
+    return false;
+  }
   sup::LogView view(sel, {});
   view.settle(index);
   st->st_size = static_cast<off_t>(view.size(index));

@@ -124,6 +124,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (r.spec && r.spec->name.empty())
     if (auto n = parse_auto_id(id)) counter = std::max(counter, *n + 1);
   r.serial = serial_for(id);
+  if (r.error) load_errors.emplace_back(id, *r.error);
   auto it = put_record(id, std::move(r));
   ++listing_gen;
   if (it->second.error && has_ended(it->second.state)) it->second.state = CommandState::error;

@@ -319,6 +319,8 @@ std::uint64_t Supervisor::listing_generation() const {
   return impl_->listing_gen;
 }
 
+std::vector<std::pair<std::string, Error>> Supervisor::load_errors() const { return impl_->load_errors; }
+
 std::vector<EndedEntry> Supervisor::ended_entries(std::optional<uid_t> owner) const {
   std::vector<EndedEntry> out;
   std::lock_guard g(impl_->mu);

@@ -182,6 +182,9 @@ class Supervisor {
   /// Changes whenever what entries() returns may have changed (a record
   /// made, replaced or removed): equal numbers, equal listings.
   std::uint64_t listing_generation() const;
+  /// The records found unreadable when the state directory was taken back:
+  /// their ids and why (each shows state error, or runs on with its error).
+  std::vector<std::pair<std::string, Error>> load_errors() const;
   /// The records that are not running (ended, or in state error; not the
   /// empty slots), in bgId order; with `owner`, only that user's.
   std::vector<EndedEntry> ended_entries(std::optional<uid_t> owner = std::nullopt) const;

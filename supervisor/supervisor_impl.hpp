@@ -48,6 +48,7 @@ struct Supervisor::Impl {
   // Counts the changes of what a listing shows of `records` (an id, its
   // serial, owner or emptiness): bumped at every insert and erase; guarded by mu.
   std::uint64_t listing_gen = 0;
+  std::vector<std::pair<std::string, Error>> load_errors;  // set by load()
   std::set<std::string> reserved;                   // ids being started; guarded by mu
   std::map<std::string, std::uint64_t> serials;     // never shrinks; guarded by mu
   std::uint64_t next_serial = 1;                    // guarded by mu

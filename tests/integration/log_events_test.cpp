@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <set>
 #include <string>
 
 #include "sbxfs_fixture.hpp"
@@ -391,6 +392,25 @@ TEST_F(LogEvents, ARecordOfAnOlderBuildIsReadFromItsStreamFiles) {
   EXPECT_TRUE(logged);
   const json out = json::parse(file("procs/" + id + "/output"));
   EXPECT_EQ(out["stdout"], "old out\n");
+}
+
+// An index cut inside its header (damaged on disk): the log is shown whole
+// from its file, the views that need the index fail with EIO, and
+// `errors` says why.
+TEST_F(LogEvents, ADamagedIndexShowsTheWholeLogAndSaysWhy) {
+  const std::string id = start("echo out; echo err >&2");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  ASSERT_EQ(::truncate((state_ + "/procs/" + id + "/index").c_str(), 10), 0);
+  EXPECT_EQ(file("procs/" + id + "/log"), "out\nerr\n");
+  EXPECT_EQ(file("logs/" + id + ".log"), "out\nerr\n");
+  EXPECT_EQ(read_file(p("procs/" + id + "/stdout")).err, EIO);
+  EXPECT_EQ(read_file(p("procs/" + id + "/log,timestamps")).err, EIO);
+  std::set<std::string> said;
+  for (const json& e : errors())
+    if (e.value("error", "").find("index is damaged") != std::string::npos) said.insert(e.value("path", ""));
+  EXPECT_EQ(said, (std::set<std::string>{"procs/" + id + "/log", "procs/" + id + "/stdout",
+                                         "procs/" + id + "/log,timestamps"}));
 }
 
 TEST_F(LogEvents, BadKeysAreEinval) {

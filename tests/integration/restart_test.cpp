@@ -206,6 +206,8 @@ TEST_F(RestartTest, CorruptRecordLoadsAsError) {
   EXPECT_EQ(s["state"], "error") << s.dump();
   EXPECT_TRUE(s["error"].is_object() && s["error"]["message"].is_string()) << s.dump();
   EXPECT_EQ(status_json(b)["exitCode"], 2) << "the other records load normally";
+  EXPECT_NE(daemon_log().find("record " + a + " cannot be read: "), std::string::npos) << daemon_log();
+  EXPECT_EQ(daemon_log().find("record " + b + " "), std::string::npos) << daemon_log();
 }
 
 // A record of a running command whose spec.json or monitor.json is torn
@@ -222,6 +224,9 @@ TEST_F(RestartTest, ARunningCommandWhoseRecordIsTornIsStillSupervised) {
   ASSERT_EQ(write_file(state_ + "/procs/torn-monitor/monitor.json", "{ torn", O_WRONLY | O_TRUNC), 0);
   ASSERT_EQ(write_file(state_ + "/procs/torn-spec/spec.json", "{ torn", O_WRONLY | O_TRUNC), 0);
   ASSERT_TRUE(start_daemon()) << daemon_log();
+  for (const std::string& id : ids)
+    EXPECT_NE(daemon_log().find("record " + id + " cannot be read: "), std::string::npos) << daemon_log();
+  EXPECT_NE(daemon_log().find("(its command runs on, supervised)"), std::string::npos) << daemon_log();
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const std::string& id = ids[i];
     json s = status_json(id);
