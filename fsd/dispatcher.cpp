@@ -8,6 +8,7 @@
 #include <memory>
 #include <poll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fuse_log.h>
 
@@ -129,6 +130,20 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   guarded(req, "getattr", [&] {
     Filesystem& fs = fs_of(req);
     const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
+    if (!node && fi && node.error().code == sup::Errc::not_found) {
+      // A file of a removed record, open still: what it reads (the kernel
+      // asks before a read past the size it knows), as of a file unlinked
+      // while open.
+      struct stat st {};
+      if (const std::shared_ptr<Handle> h = fs.handles().use(fi->fh); h && h->fstat(&st)) {
+        st.st_ino = ino;
+        st.st_mode = S_IFREG | 0444;
+        st.st_nlink = 0;
+        st.st_uid = ::getuid();
+        st.st_gid = ::getgid();
+        return (void)fuse_reply_attr(req, &st, 0.0);
+      }
+    }
     if (!node) return reply_error(req, node.error());
     const struct stat st = attr_of(fs, *node, fi ? fs.handles().use(fi->fh).get() : nullptr);
     fuse_reply_attr(req, &st, attr_timeout_of(fs, *node));
