@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <ctime>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -71,7 +72,13 @@ Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
   }
   ended_subscription_ = sup_.subscribe([this](const sup::Event& ev) {
     if (ev.kind == sup::Event::Kind::ended) complete_steps(ev.bg_id);
-    if (ev.kind == sup::Event::Kind::started || ev.kind == sup::Event::Kind::removed) ended_output_.changed(ev.bg_id);
+    if (ev.kind == sup::Event::Kind::started || ev.kind == sup::Event::Kind::removed) {
+      ended_output_.changed(ev.bg_id);
+      timespec now {};
+      ::clock_gettime(CLOCK_REALTIME, &now);
+      records_changed_ns_.store(static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec,
+                                std::memory_order_relaxed);
+    }
   });
   // Commands that ended while no daemon ran send no event: complete their
   // steps now (and forget those of records that are gone).

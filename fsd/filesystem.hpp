@@ -3,6 +3,7 @@
 // error log and the parked requests; and the mapping from inodes to
 // commands. Holds no pointers into the supervisor: records are value
 // snapshots fetched again on every call.
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -114,6 +115,9 @@ class Filesystem {
   /// readers see different listings (allow_other).
   ListingCache* listings() { return cfg_.allow_other ? nullptr : &listings_; }
   EndedLines& ended_lines() { return ended_lines_; }
+  /// When a record was last made, run again or removed (procs/ and logs/
+  /// date from it, as a folder does from its last change); 0: not since the mount.
+  std::int64_t records_changed_ns() const { return records_changed_ns_.load(std::memory_order_relaxed); }
   StampedLengths& stamped_lengths() { return stamped_lengths_; }
 
   /// Adds an action done through the tree to the box's steps (root
@@ -192,6 +196,8 @@ class Filesystem {
   EndedOutputCache ended_output_{sup_, invalidator_};  // after invalidator_, which it uses
   ListingCache listings_;
   StampedLengths stamped_lengths_;  // after follows_, which its handles use
+
+  std::atomic<std::int64_t> records_changed_ns_{0};
 
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::string> id_of_serial_;  // guarded by mu_

@@ -178,11 +178,18 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
   struct stat st {};
   st.st_ino = node.ino;
   st.st_mode = row.mode;
-  st.st_nlink = S_ISDIR(st.st_mode) ? 2 : 1;
+  // A folder's links: 2 and one per folder in it. procs/ holds as many as
+  // there are records, counted nowhere cheaply: 1 says "not counted", as
+  // find(1) and fts(3) read it (never "no subfolders, skip it").
+  st.st_nlink = node.kind == Kind::root ? 4 : node.kind == Kind::procs ? 1 : S_ISDIR(st.st_mode) ? 2 : 1;
   st.st_uid = ::getuid();
   st.st_gid = ::getgid();
   if (node.record && fs.config().allow_other) st.st_uid = node.record->owner_uid;
   st.st_atim = st.st_mtim = st.st_ctim = mount_time();
+  if (node.kind == Kind::procs || node.kind == Kind::logs)
+    if (const std::int64_t ns = fs.records_changed_ns()) {
+      st.st_mtim = st.st_ctim = timespec{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    }
   // `ls -lt procs` sorts by recency: a record's folder dates from its start.
   if (node.kind == Kind::record_dir)
     if (const std::optional<timespec> t = start_time(node.record->started_at)) st.st_mtim = st.st_ctim = *t;
@@ -203,6 +210,9 @@ struct stat attr_of(Filesystem& fs, const Node& node, Handle* open) {
       st.st_mtim = st.st_ctim = backing.st_mtim;
     }
   }
+  // Blocks for what it holds: `du` counts it, and a copier that takes few
+  // blocks for holes has none to look for.
+  if (st.st_blocks == 0) st.st_blocks = (st.st_size + 511) / 512;
   return st;
 }
 

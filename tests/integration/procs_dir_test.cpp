@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "sbxfs_fixture.hpp"
@@ -194,6 +195,70 @@ TEST_F(ProcsDirTest, RmdirOfAnEmptySlotAndOfANamedCommand) {
   EXPECT_FALSE(contains(procs(), "named1"));
   // The name is free again.
   EXPECT_EQ(mkdir_errno(p("procs/named1")), 0);
+}
+
+// Link counts of the folders as find(1) reads them: the root holds two
+// folders; procs/ says "not counted" (1), never "no folders in it" (2);
+// and find finds every record's files.
+TEST_F(ProcsDirTest, FolderLinkCountsLeadFindIntoEveryRecord) {
+  for (const char* req : {"true", "true", "true"}) ASSERT_FALSE(start(req).empty());
+  ASSERT_EQ(mkdir_errno(p("procs/slot")), 0);
+  const RunResult r = run("stat -c %h \"$MNT\" \"$MNT/procs\" \"$MNT/logs\" \"$MNT/procs/slot\"; "
+                          "find \"$MNT\" -name cmd | wc -l");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "4\n1\n2\n2\n5\n");  // the root's cmd and the four records'
+}
+
+// procs/ and logs/ date from their last change, as folders do: a script
+// polling their mtime sees a new record (within the second the kernel
+// keeps their attributes).
+TEST_F(ProcsDirTest, ProcsAndLogsDateFromTheLastRecordMadeOrRemoved) {
+  auto mtimes = [&] {
+    struct stat a {}, b {};
+    EXPECT_EQ(::stat(p("procs").c_str(), &a), 0);
+    EXPECT_EQ(::stat(p("logs").c_str(), &b), 0);
+    return std::pair{a.st_mtim.tv_sec * 1000000000LL + a.st_mtim.tv_nsec, b.st_mtim.tv_sec * 1000000000LL + b.st_mtim.tv_nsec};
+  };
+  const auto before = mtimes();
+  const std::string id = start("true");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return mtimes().first > before.first && mtimes().second > before.second; }, 5s));
+  const auto made = mtimes();
+  wait_ended(id);
+  ASSERT_EQ(rmdir_errno(p("procs/" + id)), 0);
+  EXPECT_TRUE(wait_until([&] { return mtimes().first > made.first; }, 5s));
+}
+
+// A file of known size counts the blocks it would take, as du(1) reads them.
+TEST_F(ProcsDirTest, FilesCountTheirBlocks) {
+  const RunResult r = run("stat -c '%s %b' \"$MNT/README\"; du -k \"$MNT/README\" | cut -f1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  long long size = 0, blocks = 0, kib = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "%lld %lld %lld", &size, &blocks, &kib), 3) << r.out;
+  EXPECT_GT(size, 0);
+  EXPECT_EQ(blocks, (size + 511) / 512);
+  EXPECT_GT(kib, 0);
+}
+
+// Computed files and write-only ones show size 0 (read to end of file like
+// /proc's); the computed ones still have content.
+TEST_F(ProcsDirTest, ComputedAndWriteOnlyFilesShowSizeZero) {
+  const std::string id = start("echo hi");
+  ASSERT_FALSE(id.empty());
+  wait_ended(id);
+  const RunResult r = run(
+      "cd \"$MNT\" && stat -c %s cmd status.json errors steps.json && cd procs/" + id +
+      " && stat -c %s cmd status.json steps.json tail wait ready output events steps stop signal stdin && "
+      "cat status.json steps.json tail wait output events | wc -c");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string zeros = [] {
+    std::string z;
+    for (int i = 0; i < 16; ++i) z += "0\n";
+    return z;
+  }();
+  ASSERT_GT(r.out.size(), zeros.size());
+  EXPECT_EQ(r.out.substr(0, zeros.size()), zeros) << r.out;
+  EXPECT_GT(std::stoll(r.out.substr(zeros.size())), 100) << r.out;
 }
 
 }  // namespace

@@ -547,5 +547,15 @@ TEST_F(ScratchLimitsTest, SixtyFifthIsEdquotAndOversizeIsEfbig) {
   EXPECT_TRUE(logged);
 }
 
+// install(1) removes its target before it copies: a file of the tree cannot
+// be removed, so it fails at once and starts nothing.
+TEST_F(WritersTest, InstallCannotReplaceAFileOfTheTree) {
+  ASSERT_EQ(write_file(dir_ + "/req", "echo via-install\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
+  const RunResult r = run("install -m 600 \"$T/req\" \"$MNT/cmd\"");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("Operation not permitted"), std::string::npos) << r.err;
+  EXPECT_EQ(procs(), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace sbxit
