@@ -49,12 +49,10 @@ LogSelection selection_of(Kind k) {
 class StreamHandle : public FollowedReadHandle {
  public:
   StreamHandle(Filesystem& fs, const sup::CommandStatus& st, LogSelection sel, bool follow, bool timestamps)
-      : FollowedReadHandle(fs, st, follow), sel_(sel), timestamps_(timestamps),
-        secrets_(fs.sup().secrets(st.bg_id)), path_(sel == LogSelection::all ? st.log_file
-                                                   : sel == LogSelection::out ? st.stdout_file : st.stderr_file),
-        view_(sel, secrets_) {
-    for (const auto& s : secrets_)
-      if (!s.empty()) reach_ = std::max(reach_, s.size() - 1);
+      : FollowedReadHandle(fs, st, follow), sel_(sel), timestamps_(timestamps), owner_(st.owner_uid),
+        path_(sel == LogSelection::all ? st.log_file : sel == LogSelection::out ? st.stdout_file : st.stderr_file),
+        view_(sel, {}) {
+    take_secrets();
   }
 
   bool fstat(struct stat* st) override {
@@ -166,17 +164,29 @@ class StreamHandle : public FollowedReadHandle {
   /// output stays readable through what is open; a `follow` view ends with
   /// its run instead (followed_read.hpp).
   void rebind() {
+    // Never another user's record of that name (made after an rmdir).
+    const std::optional<sup::CommandStatus> now = fs_.sup().status(id_, sup::CpuFigure::skip);
+    if (!now || now->owner_uid != owner_) return;
     sup::LogIndex next;
     const int err = next.open(dir_);
     struct stat st {};
     if (err != 0 && (err != ENOENT || ::stat(dir_.c_str(), &st) != 0)) return;
     index_ = std::move(next);  // closed when the new run has no output yet
-    view_ = sup::LogView(sel_, secrets_);
+    take_secrets();  // the new run's
     text_.clear();
     text_base_ = 0;
     read_ = StampState{};
     count_ = StampState{};
     counted_ = 0;
+  }
+
+  /// The record's secrets now (the mount's and its request's), and a view that masks them.
+  void take_secrets() {
+    secrets_ = fs_.sup().secrets(id_);
+    reach_ = 0;
+    for (const auto& s : secrets_)
+      if (!s.empty()) reach_ = std::max(reach_, s.size() - 1);
+    view_ = sup::LogView(sel_, secrets_);
   }
 
   /// The index is no index (cut inside its header, overwritten), while the
@@ -327,12 +337,13 @@ class StreamHandle : public FollowedReadHandle {
 
   const LogSelection sel_;
   const bool timestamps_;
-  const std::vector<std::string> secrets_;
+  const uid_t owner_;  // of the record it was opened on
   const std::string path_;
-  std::size_t reach_ = 0;
 
   std::mutex mu_;
-  // Guarded by mu_:
+  // Guarded by mu_ (all but those set in the constructor):
+  std::vector<std::string> secrets_;  // of the run it shows
+  std::size_t reach_ = 0;             // the longest secret - 1
   sup::LogIndex index_;
   sup::LogView view_;
   sup::UniqueFd raw_;  // the file read without an index (an older build's record)

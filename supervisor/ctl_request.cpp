@@ -1,6 +1,7 @@
 #include "supervisor/ctl_request.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,8 +29,10 @@ bool monitor_answers(const std::string& dir) {
   // A non-blocking open for writing fails with ENXIO when no one reads.
   const int fd = ::open((dir + "/" + kCtlFile).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
+  struct stat st {};
+  const bool fifo = ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);  // not a file put in its place
   ::close(fd);
-  return true;
+  return fifo;
 }
 
 }  // namespace sup

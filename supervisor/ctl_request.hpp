@@ -10,7 +10,7 @@ namespace sup {
 /// (no reader: ENXIO, or no FIFO) is no error: its exit event follows.
 Status write_ctl(const std::string& dir, const std::string& line);
 /// Whether a monitor reads DIR/ctl now (it alone holds the FIFO open for
-/// reading, from before its command runs until its end is written).
+/// reading, from before its command runs until it exits).
 bool monitor_answers(const std::string& dir);
 
 }  // namespace sup

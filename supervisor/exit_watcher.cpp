@@ -11,7 +11,6 @@
 #include <cstring>
 #include <memory>
 
-#include "supervisor/ctl_request.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/log_index.hpp"
 #include "supervisor/log_limit.hpp"
@@ -122,9 +121,6 @@ void Supervisor::Impl::watch_running(Record& r) {
   // Output written before the watch existed is announced too.
   struct stat st{};
   if (::stat(log.c_str(), &st) == 0 && st.st_size > 0) emit(Event::Kind::output, id);
-  // A torn monitor.json (state_loader.cpp) names no monitor: while one
-  // answers on ctl, its end comes as exit.json alone.
-  if (r.monitor.monitor_pid <= 0 && r.dir_wd >= 0 && monitor_answers(dir_of(id))) return;
   int fd = open_pidfd(r.monitor.monitor_pid);
   // Out of file descriptors is no end: the exit.json watch still tells it.
   if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM) && r.dir_wd >= 0) return;

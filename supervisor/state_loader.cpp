@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "supervisor/files.hpp"
 #include "supervisor/legacy_staging.hpp"
 #include "supervisor/log_limit.hpp"
+#include "supervisor/monitor_ctl.hpp"
 #include "supervisor/proc_tree.hpp"
 #include "supervisor/ready_record.hpp"
 #include "supervisor/slot_record.hpp"
@@ -68,7 +70,8 @@ void Supervisor::Impl::load_record(const std::string& id) {
     // Not started yet: started in order once loaded (start_queue.cpp).
   } else if (r.state == CommandState::running) {
     auto mon = read_file(dir + "/monitor.json");
-    if (mon.ok() && mon.value()) {
+    const bool mon_kept = mon.ok() && mon.value();
+    if (mon_kept) {
       auto m = parse_monitor(*mon.value());
       if (m) r.monitor = m.value();
       else if (!r.error) r.error = m.error();
@@ -79,29 +82,28 @@ void Supervisor::Impl::load_record(const std::string& id) {
       r.state = CommandState::exited;
       if (e) r.exit = e.value();
       else if (!r.error) r.error = e.error();
-    } else if (r.error) {
-      // A file of it cannot be read and its end is not written. While its
-      // monitor answers on ctl, its command runs: it stays running (shown
-      // as error), `stop` reaches it and its end comes as exit.json
-      // (watch_running). A torn monitor.json of a gone monitor ends as any
-      // gone monitor's (on_monitor_exit); without a spec, nothing more can
-      // be told of it.
-      if (spec_unread && !monitor_answers(dir)) r.state = CommandState::error;
     } else {
+      // A torn monitor.json: its monitor and cgroup are found otherwise, so
+      // that a live one is watched (its end, or its death) and a dead one's
+      // leftovers are ended, as for any record.
+      if (mon_kept && r.monitor.monitor_pid <= 0) recover_monitor(id, &r.monitor);
       bool alive = r.monitor.monitor_pid > 0 &&
                    process_start_time(r.monitor.monitor_pid) == r.monitor.monitor_start &&
                    !process_is_zombie(r.monitor.monitor_pid);
-      if (!alive) {
+      if (!mon_kept && r.error) {
+        // Neither its spec nor a monitor.json: nothing says it ever ran.
+        r.state = CommandState::error;
+      } else if (!alive) {
         // The monitor may have written exit.json just before it went.
         auto again = read_file(dir + "/exit.json");
-        if (!(again.ok() && again.value()))
-          finish_unknown(dir, r.monitor.monitor_pid ? &r.monitor : nullptr, env_marks(r));
+        const bool known = r.monitor.monitor_pid > 0 || !r.monitor.cgroup.empty();
+        if (!(again.ok() && again.value())) finish_unknown(dir, known ? &r.monitor : nullptr, env_marks(r));
         auto e2 = read_file(dir + "/exit.json");
         r.state = CommandState::exited;
         if (e2.ok() && e2.value()) {
           auto e = parse_exit(*e2.value());
           if (e) r.exit = e.value();
-          else r.error = e.error();
+          else if (!r.error) r.error = e.error();
         }
       }
     }
@@ -224,17 +226,53 @@ Status Supervisor::Impl::load() {
   return Ok{};
 }
 
+void Supervisor::Impl::recover_monitor(const std::string& id, MonitorInfo* m) const {
+  // Its cgroup: the one of its name in the subtree (made by one start).
+  if (cgroups) {
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(cgroups->subtree, ec)) {
+      const std::string name = e.path().filename().string();
+      const std::size_t serial = name.rfind('-');
+      if (name.rfind("cmd-", 0) == 0 && serial > 4 && name.compare(4, serial - 4, id) == 0) found.push_back(e.path());
+    }
+    if (found.size() == 1) m->cgroup = found.front();
+  }
+  // Its monitor: the one process that holds its ctl FIFO open (to read it),
+  // looked for only when someone does.
+  const std::string ctl = dir_of(id) + "/" + kCtlFile;
+  struct stat fifo {};
+  if (!monitor_answers(dir_of(id)) || ::stat(ctl.c_str(), &fifo) != 0) return;
+  std::error_code ec;
+  for (const auto& p : fs::directory_iterator("/proc", ec)) {
+    const std::string pid_text = p.path().filename().string();
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid == ::getpid()) continue;
+    std::error_code fd_ec;
+    for (const auto& fd : fs::directory_iterator(p.path() / "fd", fd_ec)) {
+      struct stat st {};
+      if (::stat(fd.path().c_str(), &st) != 0 || !S_ISFIFO(st.st_mode) || st.st_ino != fifo.st_ino ||
+          st.st_dev != fifo.st_dev)
+        continue;
+      m->monitor_pid = pid;
+      m->monitor_start = process_start_time(pid).value_or(0);
+      return;
+    }
+  }
+}
+
 void Supervisor::Impl::sweep_stray_cgroups() {
   // A start that a killed daemon left in flight made its cgroup (and may
   // have forked its command into it) but no record: its folder was removed
   // above, so nothing says it ran, and nothing of it may be left. Nor of a
   // cgroup a record no longer names (an aborted run of a slot). A running
-  // record whose monitor.json is torn names no cgroup: its id's are kept.
+  // record that names none (its cgroup not found) keeps those of its id.
   if (!cgroups) return;
-  std::set<std::string> owned, unknown_ids;
+  std::set<std::string> owned, unknown_ids;  // by name: a path may be spelt otherwise than this daemon's
   for (const auto& [id, r] : records) {
     if (!is_running(r.state)) continue;
-    if (!r.monitor.cgroup.empty()) owned.insert(r.monitor.cgroup);
+    if (!r.monitor.cgroup.empty()) owned.insert(r.monitor.cgroup.substr(r.monitor.cgroup.rfind('/') + 1));
     else unknown_ids.insert(id);
   }
   std::error_code ec;
@@ -242,7 +280,7 @@ void Supervisor::Impl::sweep_stray_cgroups() {
     const std::string name = e.path().filename().string();
     const std::size_t serial = name.rfind('-');
     if (name.rfind("cmd-", 0) != 0 || serial <= 4 || !e.is_directory(ec)) continue;
-    if (owned.count(e.path().string()) || unknown_ids.count(name.substr(4, serial - 4))) continue;
+    if (owned.count(name) || unknown_ids.count(name.substr(4, serial - 4))) continue;
     (void)Cgroup(e.path().string()).destroy(std::chrono::seconds(2));
   }
 }

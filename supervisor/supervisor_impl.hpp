@@ -162,6 +162,10 @@ struct Supervisor::Impl {
   // state_loader.cpp
   Status load();
   void load_record(const std::string& id);
+  /// At load, for a record whose monitor.json is torn: its cgroup (by its
+  /// name in the subtree) and its live monitor (the process holding its ctl
+  /// FIFO), where they are found.
+  void recover_monitor(const std::string& id, MonitorInfo* m) const;
   /// At load: ends and removes the commands' cgroups no record owns.
   void sweep_stray_cgroups();
   /// A running command taken back was paused by the daemon before: its

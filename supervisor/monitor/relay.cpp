@@ -119,7 +119,9 @@ uint64_t Relay::append(Part& p, sup::LogStream stream, const char* buf, size_t l
                        sup::MarkerKind kind) {
   const bool head = p.generation == 0;
   if (head) (void)open_log();
-  int err = p.data < 0 ? (log_state_ != 0 ? log_state_ : EBADF) : write_all(p.data, buf, len);
+  // No file: why it could not be made (the log's, else the index's, made first).
+  int err = p.data < 0 ? (log_state_ != 0 ? log_state_ : index_state_ != 0 ? index_state_ : EBADF)
+                       : write_all(p.data, buf, len);
   uint64_t wrote = len;
   if (err != 0) {
     // What did reach the file is indexed, so that later chunks stay in place.
@@ -192,12 +194,19 @@ void Relay::keep(sup::LogStream stream, const char* buf, size_t len, int64_t tim
       len -= n;
     }
     if (len == 0) return;
-    // The head is complete: say so at its end, where readers look.
-    head_done_ = true;
-    head_end_ = whole_pos();
+    // The head is complete: say so at its end, where readers look. Until
+    // that is written, no reader would find the tail: what would go there
+    // is lost, and the next output tries again.
     char entry[sup::kIndexEntrySize];
     sup::encode_index_entry({head_.bytes, time_us, 0, sup::LogStream::continued}, entry);
-    note(&index_state_, "index", add_entry(head_, entry));
+    const int err = add_entry(head_, entry);
+    note(&index_state_, "index", err);
+    if (err != 0) {
+      log_lost_ += len;
+      return;
+    }
+    head_done_ = true;
+    head_end_ = whole_pos();
   }
   keep_in_tail(stream, buf, len, time_us, kind);
 }

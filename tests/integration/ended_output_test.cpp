@@ -145,6 +145,22 @@ print('removed', os.pread(fds['log'], 4096, 0) == now['log'])
             "log 7 21 True True\nstdout 7 21 True True\nlog,timestamps 7 21 True True\nremoved True\n");
 }
 
+// The next run's secrets are masked in what a held descriptor reads.
+TEST_F(EndedOutputTest, AHeldDescriptorMasksTheNextRunsSecrets) {
+  ASSERT_EQ(run("mkdir \"$MNT/procs/s\" && echo 'echo first' > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\"").code, 0);
+  auto r = python(R"(
+import os
+s = os.environ['MNT'] + '/procs/s/'
+fd = os.open(s + 'log', os.O_RDONLY)
+os.pread(fd, 4096, 0)
+with open(s + 'cmd', 'w') as f: f.write('{"cmd": "echo token=$TOKEN", "secretEnv": {"TOKEN": "hunter2-next"}}\n')
+open(s + 'wait').read()
+print(os.pread(fd, 4096, 0).decode(), end='')
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "token=************\n");
+}
+
 // `tail -f` on a slot's log goes on with its next run.
 TEST_F(EndedOutputTest, TailFollowsTheSlotsNextRun) {
   ASSERT_EQ(run("mkdir \"$MNT/procs/s\" && echo 'echo one' > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\"").code, 0);

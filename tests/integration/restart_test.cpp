@@ -244,6 +244,26 @@ TEST_F(RestartTest, ARunningCommandWhoseRecordIsTornIsStillSupervised) {
   }
 }
 
+// The monitor of a record whose monitor.json is torn is still watched: when
+// it is killed, the record ends (unknown) and what it ran is ended too.
+TEST_F(RestartTest, TheDeathOfATornRecordsMonitorIsSeen) {
+  ASSERT_EQ(start(R"({"cmd": "exec sleep 302", "name": "torn-dies"})"), "torn-dies");
+  const pid_t pid = status_json("torn-dies")["pid"].get<pid_t>();
+  const json mon = parse_json(read_file(state_ + "/procs/torn-dies/monitor.json").data);
+  ASSERT_TRUE(mon.is_object());
+  const pid_t monitor = mon["monitorPid"].get<pid_t>();
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ASSERT_EQ(write_file(state_ + "/procs/torn-dies/monitor.json", "{ torn", O_WRONLY | O_TRUNC), 0);
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  ASSERT_EQ(status_json("torn-dies")["running"], true);
+  ASSERT_EQ(::kill(monitor, SIGKILL), 0);
+  const json s = wait_ended("torn-dies", 15s);
+  EXPECT_EQ(s["running"], false) << s.dump();
+  EXPECT_EQ(s["state"], "error") << s.dump();
+  EXPECT_TRUE(wait_until([&] { return !pid_alive(pid); }, 10s)) << "the command outlived its monitor";
+  EXPECT_EQ(rmdir_errno(p("procs/torn-dies")), 0);
+}
+
 // The kernel sends no RELEASE for files still open when the mount goes away:
 // the daemon frees them itself (in the sanitizer build, a leak report in its
 // log fails the test).
