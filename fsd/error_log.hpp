@@ -1,6 +1,8 @@
 #pragma once
 // The latest rejected requests, as the `errors` file shows them: one JSON
-// object per line, newest last, at most 100. Thread-safe.
+// object per line, newest last, at most 100. Thread-safe. Kept in the
+// state directory too (STATE/errors, appended to, compacted to the last
+// 100 lines when it holds twice that), so that they outlive a restart.
 // Implemented in errors_file.cpp, next to the file that shows it.
 #include <cstddef>
 #include <deque>
@@ -9,6 +11,7 @@
 #include <string_view>
 
 #include "supervisor/error.hpp"
+#include "supervisor/unique_fd.hpp"
 
 namespace sup {
 class Supervisor;
@@ -22,7 +25,8 @@ class ErrorLog {
   static constexpr std::size_t kRequestChars = 200;
   static constexpr std::size_t kReasonChars = 300;
 
-  explicit ErrorLog(const sup::Supervisor& sup) : sup_(sup) {}
+  /// Takes back the lines of the state directory's file.
+  explicit ErrorLog(const sup::Supervisor& sup);
 
   /// Records a rejected request. `path` is where it was written ("cmd",
   /// "procs/ID/cmd", "procs/NAME (mkdir)"...); it, `reason` and `request` are
@@ -39,9 +43,16 @@ class ErrorLog {
   std::string text() const;
 
  private:
+  /// Appends `line` to the file, or rewrites it with lines_ alone when it
+  /// holds twice kCapacity. Best effort: a full disk keeps them in memory.
+  void keep(const std::string& line);  // needs mu_
+
   const sup::Supervisor& sup_;
+  const std::string path_;  // STATE/errors
   mutable std::mutex mu_;
   std::deque<std::string> lines_;  // guarded by mu_
+  sup::UniqueFd file_;             // guarded by mu_; O_APPEND
+  std::size_t in_file_ = 0;        // guarded by mu_; lines in it
 };
 
 }  // namespace fsd

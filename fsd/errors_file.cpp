@@ -1,12 +1,16 @@
 // `errors`: the latest rejected requests, one JSON object per line, newest last.
 
+#include <fcntl.h>
+
 #include <fuse_log.h>
 #include <nlohmann/json.hpp>
 
 #include "fsd/errno_map.hpp"
 #include "fsd/error_log.hpp"
 #include "fsd/files.hpp"
+#include "supervisor/atomic_write.hpp"
 #include "supervisor/clock.hpp"
+#include "supervisor/files.hpp"
 #include "supervisor/supervisor.hpp"
 #include "supervisor/utf8.hpp"
 
@@ -26,6 +30,41 @@ std::string shown(const sup::Supervisor& sup, std::string_view text, const std::
 
 }  // namespace
 
+ErrorLog::ErrorLog(const sup::Supervisor& sup) : sup_(sup), path_(sup.info().state_dir + "/errors") {
+  bool torn = false;
+  if (auto text = sup::read_file(path_); text.ok() && text.value()) {
+    std::string_view rest = *text.value();
+    while (!rest.empty()) {
+      const std::size_t nl = rest.find('\n');
+      if (nl == std::string_view::npos) {
+        torn = true;  // a last line cut by a crash in its write: the next would join it
+        break;
+      }
+      if (nl > 0) lines_.emplace_back(rest.substr(0, nl));
+      rest.remove_prefix(nl + 1);
+      ++in_file_;
+    }
+    while (lines_.size() > kCapacity) lines_.pop_front();
+  }
+  if (torn) in_file_ = 2 * kCapacity;  // rewritten whole at the next line
+  file_.reset(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+}
+
+void ErrorLog::keep(const std::string& line) {
+  if (in_file_ + 1 >= 2 * kCapacity) {
+    std::string all;
+    for (const std::string& l : lines_) all += l + "\n";
+    // Renamed over it: the descriptor appends to the old file, so reopen.
+    if (sup::write_file_atomic(path_, all)) {
+      file_.reset(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+      in_file_ = lines_.size();
+    }
+    return;
+  }
+  const std::string text = line + "\n";
+  if (file_ && sup::write_all(file_.get(), text.data(), text.size()) == 0) ++in_file_;
+}
+
 std::string ErrorLog::add(std::string_view path, sup::Errc code, std::string_view reason, std::string_view request,
                           const std::string& id) {
   return add(path, to_errno(code), reason, request, id);
@@ -42,8 +81,9 @@ std::string ErrorLog::add(std::string_view path, int err, std::string_view reaso
   std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   fuse_log(FUSE_LOG_NOTICE, "sbxfs: rejected %s\n", line.c_str());
   std::lock_guard g(mu_);
-  lines_.push_back(std::move(line));
+  lines_.push_back(line);
   while (lines_.size() > kCapacity) lines_.pop_front();
+  keep(line);
   return why;
 }
 

@@ -103,6 +103,31 @@ class ErrorsTest : public SbxfsTest {
   }
 };
 
+// `errors` outlives a restart of the daemon, killed or not, and holds the
+// latest 100 lines however many came (its file in the state directory is
+// compacted as it grows).
+TEST_F(ErrorsTest, TheLinesOutliveARestart) {
+  ASSERT_NE(write_file(p("cmd"), "{\"cmd\": \"x\", \"cwd\": \"/nope-first\"}\n"), 0);
+  ASSERT_TRUE(restart_daemon()) << daemon_log();
+  auto lines = errors();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0]["error"].get<std::string>().find("/nope-first"), std::string::npos) << lines[0].dump();
+  EXPECT_EQ(lines[0]["path"], "cmd");
+
+  const RunResult r = run("for i in $(seq 1 250); do printf '%s\\n' \"{\\\"cmd\\\": \\\"x\\\", \\\"cwd\\\": \\\"/nope-$i\\\"}\" "
+                          "> \"$MNT/cmd\" 2>/dev/null; done; true", 120);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(kill_daemon(SIGTERM), 0);
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  lines = errors();
+  ASSERT_EQ(lines.size(), 100u);
+  EXPECT_NE(lines.front()["error"].get<std::string>().find("/nope-151"), std::string::npos) << lines.front().dump();
+  EXPECT_NE(lines.back()["error"].get<std::string>().find("/nope-250"), std::string::npos) << lines.back().dump();
+  std::size_t in_file = 0;
+  for (char c : read_file(state_ + "/errors").data) in_file += c == '\n';
+  EXPECT_LT(in_file, 200u) << "compacted";
+}
+
 TEST_F(ErrorsTest, EveryBadRequestFromPython) {
   for (const auto& bad : bad_requests()) {
     SCOPED_TRACE(bad.what);
