@@ -594,6 +594,14 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
     m.stdin_w = ::openat(dirfd, sup::kStdinFile, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     if (m.stdin_w < 0) fail(errno, errmsg("cannot open stdin for writing", errno));
   }
+  // Each later run starts where the first did: taken before the first runs,
+  // which may remove it (a later run then cannot start, as it should).
+  std::string cwd;
+  if (args.restart != sup::RestartPolicy::no)
+    if (char* here = ::getcwd(nullptr, 0)) {
+      cwd = here;
+      ::free(here);
+    }
   std::string started_at = sup::iso_now();
   // Forked by the server, stdin is the go socket (server.cpp).
   const int go_fd = detach ? -1 : 0;
@@ -633,16 +641,11 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   m.info = info;
   m.timeout_ms = args.timeout_ms;
   m.restart = args.restart;
-  std::string cwd;  // each later run starts where the first did
   if (args.restart != sup::RestartPolicy::no) {
     m.restart_delay_ms = args.restart_delay_ms;
     m.max_restarts = args.max_restarts;
     m.restart_tfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (m.restart_tfd < 0) diag("timerfd_create: %s: no restarts", ::strerror(errno));
-    if (char* here = ::getcwd(nullptr, 0)) {
-      cwd = here;
-      ::free(here);
-    }
     m.spawn = [&args, &m, &child_start, &cwd, devnull, dirfd](pid_t* pid, std::string* why) {
       *pid = -1;
       if (!m.cg.empty() && !m.cg.exists()) {
