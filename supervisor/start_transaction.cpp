@@ -324,7 +324,7 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   // (sbx-step, cat procs/$SBX_BGID/status.json) finds it. A queued record
   // is listed in its folder already: it now runs.
   if (s.replacing) {
-    std::string held = deletion_dir();  // gone with the deletions if the daemon dies now
+    std::string held = held_dir(s.id);  // given back at the load if the daemon dies before the command is let go
     if (::rename(s.final_dir.c_str(), held.c_str()) == 0) s.replaced_dir = std::move(held);
   }
   if (!s.from_queue && ::rename(s.tmp_dir.c_str(), s.final_dir.c_str()) != 0) {

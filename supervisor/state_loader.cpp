@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -179,6 +180,10 @@ Status Supervisor::Impl::load() {
   [[maybe_unused]] auto w = ::pwrite(lock_fd.get(), me.data(), me.size(), 0);
 
   cgroup_serial = static_cast<std::uint64_t>(now_ms());
+  // Start attempts (staging/new-ID~N) are named apart from every earlier
+  // daemon's, whose late monitors may still look for theirs: counted on
+  // from the time in microseconds, which no daemon's count of starts passes.
+  next_start = static_cast<std::uint64_t>(now_ms()) * 1000;
   if (auto c = read_file(opts.state_dir + "/counter"); c.ok() && c.value()) {
     counter_on_disk = std::strtoull(c.value()->c_str(), nullptr, 10);
     counter = std::max<std::uint64_t>(1, counter_on_disk);
@@ -198,10 +203,35 @@ Status Supervisor::Impl::load() {
       remove_tree(dir.string());
     }
   };
+  // A record a start was replacing (a slot run again), held aside: by id.
+  std::map<std::string, fs::path> held;
   for (auto& e : fs::directory_iterator(staging_dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("new-", 0) == 0) finish_start(e.path(), name.substr(4));
-    else remove_tree(e.path().string());  // del-*: a removal in progress; spare-*: an empty folder
+    if (name.rfind("new-", 0) == 0) {
+      finish_start(e.path(), name.substr(4));
+    } else if (const std::size_t dash = name.find('-', 5); name.rfind("held-", 0) == 0 && dash != std::string::npos) {
+      held[name.substr(dash + 1)] = e.path();
+    } else {
+      remove_tree(e.path().string());  // del-*: a removal in progress; spare-*: an empty folder
+    }
+  }
+  // Published (renamed into procs/) once its command was forked, but the
+  // daemon died before the command was let go: its monitor cancelled the
+  // exec and removed monitor.json. Nothing of it ran: it goes, and the
+  // record it was replacing comes back.
+  auto never_ran = [&](const std::string& id) {
+    const std::string dir = dir_of(id);
+    auto has = [&](const char* name) { return ::access((dir + "/" + name).c_str(), F_OK) == 0; };
+    return has("spec.json") && !has(kMonitorFile) && !has("exit.json") && !has("queued") && !has(kSlotFile);
+  };
+  for (auto& [id, path] : held) {
+    std::error_code gone;
+    if (validate_stored_name(id) && (!fs::exists(dir_of(id), gone) || never_ran(id))) {
+      remove_tree(dir_of(id));
+      fs::rename(path, dir_of(id), ec);
+    } else {
+      remove_tree(path.string());  // the start that replaced it got as far as its command
+    }
   }
   for (auto& e : fs::directory_iterator(procs_dir, ec)) {
     std::string name = e.path().filename().string();
@@ -209,7 +239,8 @@ Status Supervisor::Impl::load() {
       if (name.rfind(".new-", 0) == 0) finish_start(e.path(), name.substr(5));
       else remove_tree(e.path().string());
     } else if (e.is_directory() && validate_stored_name(name)) {
-      ids.push_back(name);
+      if (never_ran(name)) remove_tree(e.path().string());
+      else ids.push_back(name);
     }
   }
   std::sort(ids.begin(), ids.end());

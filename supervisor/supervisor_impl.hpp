@@ -102,6 +102,9 @@ struct Supervisor::Impl {
   std::string start_dir(const std::string& id) const { return staging_dir + "/new-" + id; }
   /// A fresh name to rename a record's folder to before deleting it.
   std::string deletion_dir() { return staging_dir + "/del-" + std::to_string(del_seq++); }
+  /// Where a record a start replaces waits until that start is known to
+  /// have run (a daemon that dies meanwhile gives it back at its load).
+  std::string held_dir(const std::string& id) { return staging_dir + "/held-" + std::to_string(del_seq++) + "-" + id; }
 
   std::uint64_t serial_for(const std::string& id) {  // needs mu
     auto [it, fresh] = serials.emplace(id, next_serial);

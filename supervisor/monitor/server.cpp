@@ -154,6 +154,10 @@ void map_read_only() {
 }  // namespace
 
 int serve() {
+  // The daemon that spawned us. Once it is gone (killed while this server
+  // was stopped, say), no job of its may start: the next daemon has taken
+  // the state directory back, and a late monitor would work in its folders.
+  const pid_t daemon = ::getppid();
   // Only the socket and stdout/stderr: nothing of the supervisor's (its
   // /dev/fuse above all) may be held open by a process that outlives it.
 #ifdef SYS_close_range
@@ -193,6 +197,7 @@ int serve() {
     ssize_t n = ::recvmsg(0, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return n == 0 ? 0 : 1;  // the supervisor is gone
+    if (::getppid() != daemon) return 0;  // it died with jobs queued here
     std::vector<int> fds;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
       if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;

@@ -3,7 +3,9 @@
 // file answers at once; the starts complete when it goes on, time out with
 // ETIMEDOUT, or are called off by an interrupt, leaving nothing behind.
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
@@ -269,6 +271,61 @@ TEST_F(StartParkingTest, AStartInFlightWhenTheDaemonIsKilledLeavesNoCgroup) {
   EXPECT_EQ(commands_cgroups(), std::vector<std::string>{});
   EXPECT_EQ(procs(), std::vector<std::string>{});
   EXPECT_EQ(starts_under_way(), 0);
+}
+
+// A monitor server left stopped by a daemon that was killed runs none of
+// its jobs when it is let go: the next daemon has the state directory, and
+// a late monitor would work in a folder of its (planted here under the name
+// the old start had: the monitor would remove its ctl and exit.json.tmp).
+TEST_F(StartParkingTest, AServerOfAKilledDaemonRunsNoJobOnceLetGo) {
+  stop_server();
+  const pid_t old_server = server_;
+  spawn_bg("echo 'echo late > \"$T/late\"' > \"$MNT/cmd\"");
+  ASSERT_TRUE(wait_until([&] { return starts_under_way() == 1; }, 5s));
+  std::string folder;
+  for (const std::string& e : list_dir(state_ + "/staging"))
+    if (e.rfind("new-", 0) == 0) folder = state_ + "/staging/" + e;
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  ASSERT_EQ(mkdir_errno(folder), 0);
+  ASSERT_EQ(::mkfifo((folder + "/ctl").c_str(), 0600), 0);
+  ASSERT_EQ(write_file(folder + "/exit.json.tmp", std::string(1024, ' '), O_WRONLY | O_CREAT | O_TRUNC), 0);
+  ASSERT_EQ(::kill(old_server, SIGCONT), 0);
+  server_ = 0;
+  EXPECT_TRUE(wait_until([&] { return !pid_alive(old_server); }, 5s)) << "the old server went on";
+  const std::string id = start("true");  // the new daemon's own starts are unaffected
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(wait_json(id)["proc"]["exitCode"], 0);
+  EXPECT_NE(stat_errno(dir_ + "/late"), 0) << "a job of the dead daemon ran";
+  EXPECT_EQ(stat_errno(folder + "/ctl"), 0) << "a late monitor worked in the folder";
+  EXPECT_EQ(stat_errno(folder + "/exit.json.tmp"), 0) << "a late monitor worked in the folder";
+  EXPECT_EQ(procs(), std::vector<std::string>{id});
+  std::error_code ec;
+  std::filesystem::remove_all(folder, ec);
+}
+
+// A folder published (renamed into procs/) whose command was never let go
+// (the daemon died in between; its monitor removed monitor.json) is no
+// record: it goes at the next load, and the record it was replacing,
+// held aside in staging/, comes back.
+TEST_F(StartParkingTest, AStartThatNeverRanLeavesNoRecordAndGivesBackTheOneItReplaced) {
+  ASSERT_EQ(run("mkdir \"$MNT/procs/s\" && echo 'echo first' > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\" >/dev/null").code,
+            0);
+  const std::string id = start("true");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  // What the crash left: s held aside and a new s that never ran; the
+  // other record torn down to its spec.json alone.
+  const RunResult r = run("set -e; cd \"$STATE\"; mv procs/s staging/held-7-s; mkdir procs/s; "
+                          "cp staging/held-7-s/spec.json procs/s/; "
+                          "cd procs/" + id + " && rm -f monitor.json exit.json log index");
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  EXPECT_EQ(procs(), std::vector<std::string>{"s"});
+  EXPECT_EQ(log("s"), "first\n");
+  EXPECT_EQ(status_json("s")["exitCode"], 0);
+  for (const std::string& e : list_dir(state_ + "/staging")) EXPECT_NE(e.rfind("held-", 0), 0u) << e;
 }
 
 }  // namespace
