@@ -339,6 +339,10 @@ struct ChildStart {
 [[noreturn]] __attribute__((no_sanitize("address", "undefined"))) void exec_child(const ChildStart& c) {
   const Args& args = *c.args;
   int status_w = c.status_w;
+  // The monitor's fd 1 is its report to the supervisor until the start is
+  // reported: not held here while the go byte is awaited, so that a monitor
+  // killed before its report is an EOF at once, not a start timeout.
+  ::dup2(c.out_w, 1);
   // Into the command's cgroup before anything else runs here.
   int join_err = 0;
   if (c.cgroup_procs >= 0 && ::write(c.cgroup_procs, "0", 1) != 1) join_err = errno;
