@@ -4,6 +4,8 @@
 // state directory too (STATE/errors, appended to, compacted to the last
 // 100 lines when it holds twice that), so that they outlive a restart.
 // Implemented in errors_file.cpp, next to the file that shows it.
+#include <fcntl.h>
+
 #include <cstddef>
 #include <deque>
 #include <mutex>
@@ -43,9 +45,13 @@ class ErrorLog {
   std::string text() const;
 
  private:
+  static constexpr int kAppend = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
+
   /// Appends `line` to the file, or rewrites it with lines_ alone when it
   /// holds twice kCapacity. Best effort: a full disk keeps them in memory.
   void keep(const std::string& line);  // needs mu_
+  /// The file made of lines_ alone (renamed into place), opened again; false if not written.
+  bool rewrite();  // needs mu_, or the constructor
 
   const sup::Supervisor& sup_;
   const std::string path_;  // STATE/errors

@@ -46,19 +46,22 @@ ErrorLog::ErrorLog(const sup::Supervisor& sup) : sup_(sup), path_(sup.info().sta
     }
     while (lines_.size() > kCapacity) lines_.pop_front();
   }
-  if (torn) in_file_ = 2 * kCapacity;  // rewritten whole at the next line
-  file_.reset(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (!torn || !rewrite()) file_.reset(::open(path_.c_str(), kAppend, 0600));
+}
+
+bool ErrorLog::rewrite() {
+  std::string all;
+  for (const std::string& l : lines_) all += l + "\n";
+  if (!sup::write_file_atomic(path_, all)) return false;
+  // Renamed over the old file, which the descriptor would go on appending to.
+  file_.reset(::open(path_.c_str(), kAppend, 0600));
+  in_file_ = lines_.size();
+  return true;
 }
 
 void ErrorLog::keep(const std::string& line) {
   if (in_file_ + 1 >= 2 * kCapacity) {
-    std::string all;
-    for (const std::string& l : lines_) all += l + "\n";
-    // Renamed over it: the descriptor appends to the old file, so reopen.
-    if (sup::write_file_atomic(path_, all)) {
-      file_.reset(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-      in_file_ = lines_.size();
-    }
+    (void)rewrite();  // lines_ holds `line` already
     return;
   }
   const std::string text = line + "\n";

@@ -18,6 +18,7 @@
 #include "supervisor/auto_id.hpp"
 #include "supervisor/cgroup.hpp"
 #include "supervisor/ctl_request.hpp"
+#include "supervisor/exit_record.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/legacy_staging.hpp"
 #include "supervisor/log_limit.hpp"
@@ -222,7 +223,7 @@ Status Supervisor::Impl::load() {
   auto never_ran = [&](const std::string& id) {
     const std::string dir = dir_of(id);
     auto has = [&](const char* name) { return ::access((dir + "/" + name).c_str(), F_OK) == 0; };
-    return has("spec.json") && !has(kMonitorFile) && !has("exit.json") && !has("queued") && !has(kSlotFile);
+    return has("spec.json") && !has(kMonitorFile) && !has(kExitFile) && !has("queued") && !has(kSlotFile);
   };
   for (auto& [id, path] : held) {
     std::error_code gone;

@@ -126,6 +126,17 @@ TEST_F(ErrorsTest, TheLinesOutliveARestart) {
   std::size_t in_file = 0;
   for (char c : read_file(state_ + "/errors").data) in_file += c == '\n';
   EXPECT_LT(in_file, 200u) << "compacted";
+
+  // A line torn by a crash in its write is dropped, never joined to the next.
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ASSERT_EQ(write_file(state_ + "/errors", "{\"at\": \"torn", O_WRONLY | O_APPEND), 0);
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  ASSERT_NE(write_file(p("cmd"), "{\"cmd\": \"x\", \"cwd\": \"/nope-after-torn\"}\n"), 0);
+  ASSERT_TRUE(restart_daemon()) << daemon_log();
+  lines = errors();
+  ASSERT_EQ(lines.size(), 100u);
+  for (const json& l : lines) EXPECT_TRUE(l.is_object()) << l.dump();
+  EXPECT_NE(lines.back()["error"].get<std::string>().find("/nope-after-torn"), std::string::npos) << lines.back().dump();
 }
 
 TEST_F(ErrorsTest, EveryBadRequestFromPython) {
