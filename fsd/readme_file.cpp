@@ -150,6 +150,8 @@ WRITING THROUGH A TEMPORARY FILE
   signal, ready, steps or stdin writes its content there and removes it; a refused
   request fails the rename with the write's errno (reason in `errors`).
   One never renamed is removed 60 s after its last close (listed in errors).
+  install(1) cannot write here: it removes its target first, and the files
+  of the tree cannot be removed (EPERM); use cp, cat > or a rename.
 
 WHOSE WORK IS IT
   Every record says "mine": true for the reader's own commands. Several
@@ -167,7 +169,8 @@ Secrets (secretEnv values, the daemon's secrets file) are shown as **** in
 cmd, status.json, tail, wait and errors, and each of their bytes as * in the
 log files, events and a ready answer's "matched".
 Commands keep running when the daemon stops; a restarted daemon finds them.
-Errors of rejected requests: cat errors (one JSON object per line).
+Errors of rejected requests: cat errors (one JSON object per line, the
+latest 100; kept across restarts of the daemon).
 )";
 }
 

@@ -385,7 +385,7 @@ TEST_F(FileParamsTest, TheTreesReadmeTeachesTheNames) {
                            "procs/ID/tail,tailBytes=N", "procs/ID/status.json,tailBytes=N", "status.json,all",
                            "status.json,tailBytes=N", "EINVAL", "(1..30)", "logs/ID.log,follow",
                            "procs/ID/log,timestamps", "procs/ID/events,since=CURSOR", "\"name\": \"NAME\"",
-                           "write-only", "start NAME"})
+                           "write-only", "start NAME", "install(1)", "kept across restarts"})
     EXPECT_NE(readme.find(name), std::string::npos) << name;
 }
 
