@@ -305,13 +305,9 @@ std::vector<CommandStatus> Supervisor::list() const {
 }
 
 std::vector<RecordEntry> Supervisor::entries(std::uint64_t* generation) const {
-  std::vector<RecordEntry> out;
   std::lock_guard g(impl_->mu);
   if (generation) *generation = impl_->listing_gen;
-  out.reserve(impl_->records.size());
-  for (auto& [id, r] : impl_->records)
-    out.push_back(RecordEntry{id, r.serial, r.owner_uid, shown_state(r) == CommandState::empty});
-  return out;
+  return impl_->listing.entries();
 }
 
 std::uint64_t Supervisor::listing_generation() const {

@@ -176,7 +176,8 @@ class Supervisor {
   /// the running ones is sampled as CpuSampler::percents says: fresh, within
   /// a time budget per call.
   std::vector<CommandStatus> list() const;
-  /// Every record's id, serial and owner, in bgId order: for listings.
+  /// Every record's id, serial and owner, in serial order (the order a
+  /// listing shows): for listings.
   /// With `generation`, also listing_generation() at that moment.
   std::vector<RecordEntry> entries(std::uint64_t* generation = nullptr) const;
   /// Changes whenever what entries() returns may have changed (a record

@@ -21,6 +21,7 @@
 #include "supervisor/cpu_sampler.hpp"
 #include "supervisor/event_loop.hpp"
 #include "supervisor/live_records.hpp"
+#include "supervisor/record_listing.hpp"
 #include "supervisor/monitor_launcher.hpp"
 #include "supervisor/reader_probes.hpp"
 #include "supervisor/readiness_probe.hpp"
@@ -45,6 +46,7 @@ struct Supervisor::Impl {
   std::condition_variable changed;                  // a record ended or vanished
   std::map<std::string, Record> records;            // guarded by mu; changed only by put_record, drop_record
   LiveRecords live;                                 // what list_running() walks; guarded by mu
+  RecordListing listing;                            // what entries() copies; guarded by mu
   // Counts the changes of what a listing shows of `records` (an id, its
   // serial, owner or emptiness): bumped at every insert and erase; guarded by mu.
   std::uint64_t listing_gen = 0;
