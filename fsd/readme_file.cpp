@@ -18,7 +18,8 @@ Anything that can read and write files can use it.
 
 START A COMMAND
   echo 'make test' > )" + m + R"(/cmd
-      runs `/bin/sh -c 'make test'` in the writer's working directory.
+      runs `/bin/sh -c 'make test'` in the writer's working directory
+      (a simple command like this one runs as one process, no shell above it).
   exec 3<>)" + m + R"(/cmd; echo 'make test' >&3; read -r id <&3
       the same, and reads back the new command's id (its bgId).
   A text request ends at a write that ends a line, and bash's own echo and

@@ -23,7 +23,7 @@
 
 namespace sup {
 
-inline constexpr char kJobMagic[] = "sbxfs-monitor-job 2";
+inline constexpr char kJobMagic[] = "sbxfs-monitor-job 3";
 inline constexpr std::size_t kJobMagicLen = sizeof kJobMagic - 1;
 /// The descriptors a job message carries: job stream, report pipe, go socket.
 inline constexpr std::size_t kJobFds = 3;

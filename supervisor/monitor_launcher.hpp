@@ -37,6 +37,7 @@ struct MonitorLaunch {
   std::optional<std::uint64_t> max_restarts;
   int notify_fd = 0;                       ///< readyFd: the command's notification descriptor; 0: none
   std::string script;                      ///< an argument that is a script file the command reads through the monitor (--script)
+  bool simple = false;                     ///< argv is /bin/sh -c TEXT of shell text: a simple command runs without the shell (--simple)
 };
 
 /// One launch under way, driven by its owner without blocking: wait until

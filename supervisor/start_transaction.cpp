@@ -168,6 +168,8 @@ void Supervisor::Impl::launch(const std::shared_ptr<Starting>& s, std::map<std::
   // Another user cannot open a file of the state directory: the monitor
   // hands the command its script.
   if (spec.run_as && !spec.script_file.empty()) l.script = spec.script_file;
+  // `sleep 30` as text: one process, not dash and its child (simple_command.hpp).
+  l.simple = spec.shell.has_value() && spec.script_file.empty();
   if (I.cgroups) {
     // Made (with its limits) before the monitor exists: the command joins it
     // between fork and exec, so none of its processes ever runs outside.

@@ -3,7 +3,7 @@
 //   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES]
 //                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] [--stdin pipe]
 //                 [--restart on-failure|always [--restart-delay-ms N] [--max-restarts N]]
-//                 [--notify-fd N] [--script FILE] -- ARGV0 ARGS...
+//                 [--notify-fd N] [--script FILE] [--simple] -- ARGV0 ARGS...
 //
 // --uid/--gid/--groups: the command (not the monitor) runs with these
 // credentials: with allow_other, as the user who wrote the request.
@@ -35,6 +35,10 @@
 // --notify-fd: the command's descriptor N (>= 3) is the write end of a pipe;
 // its first newline there makes the monitor write `notified` (the time) in
 // RECORD_DIR: the command says it is ready (the s6 notification-fd convention).
+// --simple: ARGV is /bin/sh -c TEXT, shell text; when TEXT is one simple
+// command of plain words, the command's process executes those words
+// itself, with the environment dash would give them, and /bin/sh -c TEXT
+// only if that exec fails (supervisor/simple_command.hpp).
 // The command gets the monitor's environment and working directory; ARGV0
 // is looked up in PATH unless it contains a '/' (as execvp does, but a file
 // that is not a program is refused with ENOEXEC, never run by /bin/sh).
@@ -70,6 +74,7 @@
 #include "supervisor/monitor_job.hpp"
 #include "supervisor/monitor_record.hpp"
 #include "supervisor/proc_tree.hpp"
+#include "supervisor/simple_command.hpp"
 #include "supervisor/unique_fd.hpp"
 
 #include <dirent.h>
@@ -189,7 +194,11 @@ struct Args {
   std::optional<uint64_t> max_restarts;
   int notify_fd = -1;  // --notify-fd; -1: none
   const char* script = nullptr;  // --script; null: none
+  bool simple = false;           // --simple
   char** argv = nullptr;
+  // With --simple and a simple command: its words and environment, tried first (prepare_simple).
+  char** simple_argv = nullptr;
+  char** simple_env = nullptr;
 };
 
 bool parse_args(int argc, char** argv, Args* a) {
@@ -199,6 +208,10 @@ bool parse_args(int argc, char** argv, Args* a) {
     if (opt == "--") {
       ++i;
       break;
+    }
+    if (opt == "--simple") {  // the one option without a value
+      a->simple = true;
+      continue;
     }
     std::string value;
     size_t eq = opt.find('=');
@@ -313,6 +326,43 @@ void read_script_as_fd(Args& args) {
     if (::strcmp(*a, args.script) == 0) *a = path.data();
 }
 
+bool names_this_dir(const char* path) {
+  struct stat a, b;
+  return ::stat(path, &a) == 0 && ::stat(".", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// --simple: the words and environment the command's process tries first,
+// made here in the command's working directory (dash's PWD is taken from
+// it), before the command shares this memory. Text that is not one simple
+// command, or an environment dash would change otherwise, runs as given.
+void prepare_simple(Args& args) {
+  char** a = args.argv;
+  if (!args.simple || ::strcmp(a[0], "/bin/sh") != 0 || a[1] == nullptr || ::strcmp(a[1], "-c") != 0 ||
+      a[2] == nullptr || a[3] != nullptr)
+    return;
+  std::optional<std::vector<std::string>> words = sup::simple_command_words(a[2]);
+  if (!words) return;
+  char* here = ::getcwd(nullptr, 0);
+  if (here == nullptr) return;
+  const std::string cwd = here;
+  ::free(here);
+  std::vector<std::string_view> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  std::optional<std::vector<std::string>> simple_env = sup::simple_command_env(env, cwd, names_this_dir);
+  if (!simple_env) return;
+  // Kept for every run of the command (restarts), as argv and environ are.
+  static std::vector<std::string> kept_words, kept_env;
+  static std::vector<char*> argv_ptrs, env_ptrs;
+  kept_words = std::move(*words);
+  kept_env = std::move(*simple_env);
+  for (std::string& w : kept_words) argv_ptrs.push_back(w.data());
+  for (std::string& e : kept_env) env_ptrs.push_back(e.data());
+  argv_ptrs.push_back(nullptr);
+  env_ptrs.push_back(nullptr);
+  args.simple_argv = argv_ptrs.data();
+  args.simple_env = env_ptrs.data();
+}
+
 struct itimerspec ms_to_its(uint64_t ms) {
   struct itimerspec its = {};
   its.it_value.tv_sec = static_cast<time_t>(ms / 1000);
@@ -381,7 +431,10 @@ struct ChildStart {
                                                               : ::dup2(c.notify_w, args.notify_fd)) < 0) {
     err = errno;
   } else {
-    err = exec_command(args.argv, environ);
+    // A simple command's words first; where they cannot run, the shell
+    // says why as it always did (127, "not found"), or runs a script.
+    if (args.simple_argv != nullptr) err = exec_command(args.simple_argv, args.simple_env);
+    if (args.simple_argv == nullptr || err != 0) err = exec_command(args.argv, environ);
   }
   ssize_t n;
   do {
@@ -576,6 +629,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   }
 
   if (args.script) read_script_as_fd(args);
+  prepare_simple(args);
 
   // 4. Pipes and the command.
   int notifyp[2] = {-1, -1};
