@@ -63,13 +63,14 @@ std::optional<std::vector<std::string>> simple_command_words(std::string_view te
   return words;
 }
 
-std::optional<std::vector<std::string>> simple_command_env(const std::vector<std::string_view>& env,
-                                                           const std::string& cwd,
-                                                           bool (*same_dir)(const char* path)) {
-  std::vector<std::string> out;
+std::optional<SimpleEnv> simple_command_env(const std::vector<std::string_view>& env, const std::string& cwd,
+                                            bool (*same_dir)(const char* path)) {
+  SimpleEnv out;
+  out.kept.reserve(env.size());
   bool has_path = false;
   std::optional<std::string> pwd;
-  for (std::string_view e : env) {
+  for (std::size_t i = 0; i < env.size(); ++i) {
+    const std::string_view e = env[i];
     const std::size_t eq = e.find('=');
     if (eq == std::string_view::npos) continue;
     const std::string_view name = e.substr(0, eq);
@@ -80,11 +81,11 @@ std::optional<std::vector<std::string>> simple_command_env(const std::vector<std
       pwd = std::string(e.substr(eq + 1));
       continue;
     }
-    out.emplace_back(e);
+    out.kept.push_back(i);
   }
   if (!has_path || cwd.empty() || cwd[0] != '/') return std::nullopt;
   const bool keep = pwd && !pwd->empty() && (*pwd)[0] == '/' && same_dir(pwd->c_str());
-  out.push_back("PWD=" + (keep ? *pwd : cwd));
+  out.pwd = "PWD=" + (keep ? *pwd : cwd);
   return out;
 }
 

@@ -20,6 +20,7 @@
 //   inode), and IFS, OPTIND and PPID reset (an environment that holds one of
 //   these, or no PATH, is left to the shell).
 // Pure functions; the monitor calls them before it clones the command.
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,13 +32,17 @@ namespace sup {
 /// first word is no shell built-in or reserved word; else nothing.
 std::optional<std::vector<std::string>> simple_command_words(std::string_view text);
 
-/// The environment dash passes to the command it runs, from `env`
+/// The environment dash passes to the command it runs, made from `env`
 /// ("NAME=VALUE" entries) and the working directory's path `cwd` (what
 /// getcwd says), where `same_dir(path)` tells whether an absolute path names
-/// the working directory; nothing when the environment is one left to the
-/// shell (see above).
-std::optional<std::vector<std::string>> simple_command_env(const std::vector<std::string_view>& env,
-                                                           const std::string& cwd,
-                                                           bool (*same_dir)(const char* path));
+/// the working directory: the entries of `env` it keeps, by index, and its
+/// PWD entry. Nothing when the environment is one left to the shell (see
+/// above). Indexes, not copies: a monitor's memory is counted per command.
+struct SimpleEnv {
+  std::vector<std::size_t> kept;
+  std::string pwd;  ///< "PWD=..."
+};
+std::optional<SimpleEnv> simple_command_env(const std::vector<std::string_view>& env, const std::string& cwd,
+                                            bool (*same_dir)(const char* path));
 
 }  // namespace sup

@@ -332,35 +332,51 @@ bool names_this_dir(const char* path) {
 }
 
 // --simple: the words and environment the command's process tries first,
-// made here in the command's working directory (dash's PWD is taken from
-// it), before the command shares this memory. Text that is not one simple
+// made in the command's working directory (dash's PWD is taken from it),
+// before the command shares this memory. Text that is not one simple
 // command, or an environment dash would change otherwise, runs as given.
-void prepare_simple(Args& args) {
+// The kept environment entries are environ's own. `keep` lives as long as
+// the monitor's runs (it is on run_monitor's stack, whose pages are in use
+// anyway: statics would dirty a page of their own in every monitor).
+struct SimpleExec {
+  std::vector<std::string> words;
+  std::string pwd;
+  std::vector<char*> argv, env;
+};
+
+void prepare_simple(Args& args, SimpleExec& keep) {
   char** a = args.argv;
   if (!args.simple || ::strcmp(a[0], "/bin/sh") != 0 || a[1] == nullptr || ::strcmp(a[1], "-c") != 0 ||
       a[2] == nullptr || a[3] != nullptr)
     return;
   std::optional<std::vector<std::string>> words = sup::simple_command_words(a[2]);
   if (!words) return;
-  char* here = ::getcwd(nullptr, 0);
-  if (here == nullptr) return;
-  const std::string cwd = here;
-  ::free(here);
-  std::vector<std::string_view> env;
-  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  std::optional<std::vector<std::string>> simple_env = sup::simple_command_env(env, cwd, names_this_dir);
-  if (!simple_env) return;
-  // Kept for every run of the command (restarts), as argv and environ are.
-  static std::vector<std::string> kept_words, kept_env;
-  static std::vector<char*> argv_ptrs, env_ptrs;
-  kept_words = std::move(*words);
-  kept_env = std::move(*simple_env);
-  for (std::string& w : kept_words) argv_ptrs.push_back(w.data());
-  for (std::string& e : kept_env) env_ptrs.push_back(e.data());
-  argv_ptrs.push_back(nullptr);
-  env_ptrs.push_back(nullptr);
-  args.simple_argv = argv_ptrs.data();
-  args.simple_env = env_ptrs.data();
+  char small[512];  // getcwd(NULL, 0) would take (and dirty) a heap page of PATH_MAX
+  std::string cwd;
+  if (const char* here = ::getcwd(small, sizeof small)) {
+    cwd = here;
+  } else if (char* big = errno == ERANGE ? ::getcwd(nullptr, 0) : nullptr) {
+    cwd = big;
+    ::free(big);
+  } else {
+    return;
+  }
+  std::size_t n = 0;
+  while (environ[n] != nullptr) ++n;
+  std::optional<sup::SimpleEnv> env = sup::simple_command_env(std::vector<std::string_view>(environ, environ + n),
+                                                              cwd, names_this_dir);
+  if (!env) return;
+  keep.words = std::move(*words);
+  keep.pwd = std::move(env->pwd);
+  keep.argv.reserve(keep.words.size() + 1);
+  keep.env.reserve(env->kept.size() + 2);
+  for (std::string& w : keep.words) keep.argv.push_back(w.data());
+  for (std::size_t i : env->kept) keep.env.push_back(environ[i]);
+  keep.env.push_back(keep.pwd.data());
+  keep.argv.push_back(nullptr);
+  keep.env.push_back(nullptr);
+  args.simple_argv = keep.argv.data();
+  args.simple_env = keep.env.data();
 }
 
 struct itimerspec ms_to_its(uint64_t ms) {
@@ -584,6 +600,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
 
   Monitor m;
   ChildStart child_start{};  // what each run's process reads until its exec (fork_run)
+  SimpleExec simple;         // --simple: what it tries first (prepare_simple)
   m.dirfd = dirfd;
   m.grace_ms = args.grace_ms;
   m.oom_at_start = sup::read_oom_kill_count();
@@ -629,7 +646,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   }
 
   if (args.script) read_script_as_fd(args);
-  prepare_simple(args);
+  prepare_simple(args, simple);
 
   // 4. Pipes and the command.
   int notifyp[2] = {-1, -1};
