@@ -32,12 +32,15 @@ class StopHandle : public RecordHandle {
  private:
   /// Stops the command; `done` answers `req` once it is over.
   Reply stop(fuse_req_t req, std::string_view data, Reply done) {
+    // Looked at before the stop: a command that ends at its TERM at once
+    // (a lone `sleep`) may be over already when the stop returns, and it
+    // was still stopped (note_action completes a step whose end came first).
+    const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
     const sup::Status st = fs_.sup().stop(id_);
     if (!st) {
       fs_.errors().add(path_, st.error().code, st.error().message, data, id_);
       return Reply::fail(st.error());
     }
-    const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
     if (rec && !rec->over()) fs_.note_action("stop", rec->cmd_full, id_, &*rec);
     // No cap: the monitor kills what TERM leaves after the grace, so the
     // end comes; a reader who gives up is released by its signal.

@@ -57,35 +57,36 @@ std::optional<std::vector<std::string>> simple_command_words(std::string_view te
   }
   if (words.empty()) return std::nullopt;
   const std::string& first = words.front();
-  // NAME=VALUE first is an assignment; a built-in is not the program of that name.
-  if (first.find('=') != std::string::npos) return std::nullopt;
+  // NAME=VALUE first is an assignment; -x or +x first, dash's own option;
+  // a built-in is not the program of that name.
+  if (first.find('=') != std::string::npos || first[0] == '-' || first[0] == '+') return std::nullopt;
   if (std::find(std::begin(kShellWords), std::end(kShellWords), first) != std::end(kShellWords)) return std::nullopt;
   return words;
 }
 
-std::optional<SimpleEnv> simple_command_env(const std::vector<std::string_view>& env, const std::string& cwd,
-                                            bool (*same_dir)(const char* path)) {
+std::optional<SimpleEnv> simple_command_env(const std::vector<std::string_view>& env) {
   SimpleEnv out;
   out.kept.reserve(env.size());
   bool has_path = false;
-  std::optional<std::string> pwd;
   for (std::size_t i = 0; i < env.size(); ++i) {
     const std::string_view e = env[i];
     const std::size_t eq = e.find('=');
     if (eq == std::string_view::npos) continue;
     const std::string_view name = e.substr(0, eq);
+    const std::string_view value = e.substr(eq + 1);
     if (!is_name(name)) continue;  // dash does not import it
     if (name == "IFS" || name == "OPTIND" || name == "PPID") return std::nullopt;
-    if (name == "PATH") has_path = eq + 1 < e.size();
+    if (name == "PATH") {
+      if (value.find('%') != std::string_view::npos) return std::nullopt;
+      has_path = !value.empty();
+    }
     if (name == "PWD") {
-      pwd = std::string(e.substr(eq + 1));
+      if (!value.empty() && value[0] == '/') out.pwd = std::string(value);
       continue;
     }
     out.kept.push_back(i);
   }
-  if (!has_path || cwd.empty() || cwd[0] != '/') return std::nullopt;
-  const bool keep = pwd && !pwd->empty() && (*pwd)[0] == '/' && same_dir(pwd->c_str());
-  out.pwd = "PWD=" + (keep ? *pwd : cwd);
+  if (!has_path) return std::nullopt;
   return out;
 }
 

@@ -18,7 +18,12 @@
 //   that are shell identifiers only: `A-B=1` is dropped), with PWD set to
 //   the working directory unless PWD already names it (same device and
 //   inode), and IFS, OPTIND and PPID reset (an environment that holds one of
-//   these, or no PATH, is left to the shell).
+//   these, no PATH, or a PATH with a `%`, which dash reads as its own
+//   option of that entry, is left to the shell);
+// - a first word that starts with `-` or `+` is an option of dash's own.
+// One difference stays, beside the process that is no longer there: the
+// command leads its session and process group, as a JSON argv's does (a
+// program that calls setsid(2) itself gets EPERM, as under bash -c).
 // Pure functions; the monitor calls them before it clones the command.
 #include <cstddef>
 #include <optional>
@@ -33,16 +38,16 @@ namespace sup {
 std::optional<std::vector<std::string>> simple_command_words(std::string_view text);
 
 /// The environment dash passes to the command it runs, made from `env`
-/// ("NAME=VALUE" entries) and the working directory's path `cwd` (what
-/// getcwd says), where `same_dir(path)` tells whether an absolute path names
-/// the working directory: the entries of `env` it keeps, by index, and its
-/// PWD entry. Nothing when the environment is one left to the shell (see
-/// above). Indexes, not copies: a monitor's memory is counted per command.
+/// ("NAME=VALUE" entries): the entries it keeps, by index (not copies: a
+/// monitor's memory is counted per command), and PWD's value when it is an
+/// absolute path. dash keeps that PWD where it names the working directory
+/// (same device and inode, looked at by the user who runs the command,
+/// at each run) and sets PWD to getcwd's path otherwise. Nothing when the
+/// environment is one left to the shell (see above).
 struct SimpleEnv {
   std::vector<std::size_t> kept;
-  std::string pwd;  ///< "PWD=..."
+  std::optional<std::string> pwd;
 };
-std::optional<SimpleEnv> simple_command_env(const std::vector<std::string_view>& env, const std::string& cwd,
-                                            bool (*same_dir)(const char* path));
+std::optional<SimpleEnv> simple_command_env(const std::vector<std::string_view>& env);
 
 }  // namespace sup

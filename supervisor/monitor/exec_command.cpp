@@ -40,13 +40,13 @@ __attribute__((no_sanitize("address", "undefined"))) int exec_command(char* cons
     const char* end = ::strchrnul(dir, ':');
     const size_t dir_len = static_cast<size_t>(end - dir);
     char path[PATH_MAX];
-    // An empty entry is the working directory, as for execvp.
-    const char* prefix = dir_len == 0 ? "." : dir;
-    const size_t prefix_len = dir_len == 0 ? 1 : dir_len;
-    if (prefix_len + 1 + file_len < sizeof path) {
-      ::memcpy(path, prefix, prefix_len);
-      path[prefix_len] = '/';
-      ::memcpy(path + prefix_len + 1, file, file_len + 1);
+    // An empty entry is the working directory: the bare name, as execvp and
+    // dash give it (a script's $0 and AT_EXECFN are that name, not ./NAME).
+    const size_t sep = dir_len == 0 ? 0 : 1;
+    if (dir_len + sep + file_len < sizeof path) {
+      ::memcpy(path, dir, dir_len);
+      if (sep) path[dir_len] = '/';
+      ::memcpy(path + dir_len + sep, file, file_len + 1);
       ::execve(path, argv, envp);
       switch (errno) {
         case EACCES: denied = true; break;  // another entry may still hold it

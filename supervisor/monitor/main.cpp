@@ -196,9 +196,13 @@ struct Args {
   const char* script = nullptr;  // --script; null: none
   bool simple = false;           // --simple
   char** argv = nullptr;
-  // With --simple and a simple command: its words and environment, tried first (prepare_simple).
+  // With --simple and a simple command: its words and environment, tried
+  // first (prepare_simple); the environment with the given PWD where that
+  // names the working directory at the exec, else the one with getcwd's.
   char** simple_argv = nullptr;
   char** simple_env = nullptr;
+  char** simple_env_given_pwd = nullptr;
+  const char* simple_given_pwd = nullptr;
 };
 
 bool parse_args(int argc, char** argv, Args* a) {
@@ -326,22 +330,23 @@ void read_script_as_fd(Args& args) {
     if (::strcmp(*a, args.script) == 0) *a = path.data();
 }
 
-bool names_this_dir(const char* path) {
+// Whether `path` names the working directory, as dash decides whether to
+// keep PWD. In the command's process (no sanitizer calls: monitor.hpp).
+__attribute__((no_sanitize("address", "undefined"))) bool names_this_dir(const char* path) {
   struct stat a, b;
   return ::stat(path, &a) == 0 && ::stat(".", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-// --simple: the words and environment the command's process tries first,
-// made in the command's working directory (dash's PWD is taken from it),
-// before the command shares this memory. Text that is not one simple
+// --simple: the words and environments the command's process tries first,
+// made before the command shares this memory. Text that is not one simple
 // command, or an environment dash would change otherwise, runs as given.
 // The kept environment entries are environ's own. `keep` lives as long as
 // the monitor's runs (it is on run_monitor's stack, whose pages are in use
 // anyway: statics would dirty a page of their own in every monitor).
 struct SimpleExec {
   std::vector<std::string> words;
-  std::string pwd;
-  std::vector<char*> argv, env;
+  std::string given_pwd, here_pwd;  // "PWD=..."
+  std::vector<char*> argv, env_given, env_here;
 };
 
 void prepare_simple(Args& args, SimpleExec& keep) {
@@ -351,32 +356,42 @@ void prepare_simple(Args& args, SimpleExec& keep) {
     return;
   std::optional<std::vector<std::string>> words = sup::simple_command_words(a[2]);
   if (!words) return;
+  // The working directory of every run (a restart changes to the path
+  // taken now, getcwd's too).
   char small[512];  // getcwd(NULL, 0) would take (and dirty) a heap page of PATH_MAX
-  std::string cwd;
-  if (const char* here = ::getcwd(small, sizeof small)) {
-    cwd = here;
+  std::string here;
+  if (const char* cwd = ::getcwd(small, sizeof small)) {
+    here = cwd;
   } else if (char* big = errno == ERANGE ? ::getcwd(nullptr, 0) : nullptr) {
-    cwd = big;
+    here = big;
     ::free(big);
   } else {
     return;
   }
   std::size_t n = 0;
   while (environ[n] != nullptr) ++n;
-  std::optional<sup::SimpleEnv> env = sup::simple_command_env(std::vector<std::string_view>(environ, environ + n),
-                                                              cwd, names_this_dir);
+  std::optional<sup::SimpleEnv> env = sup::simple_command_env(std::vector<std::string_view>(environ, environ + n));
   if (!env) return;
   keep.words = std::move(*words);
-  keep.pwd = std::move(env->pwd);
+  keep.here_pwd = "PWD=" + here;
   keep.argv.reserve(keep.words.size() + 1);
-  keep.env.reserve(env->kept.size() + 2);
   for (std::string& w : keep.words) keep.argv.push_back(w.data());
-  for (std::size_t i : env->kept) keep.env.push_back(environ[i]);
-  keep.env.push_back(keep.pwd.data());
   keep.argv.push_back(nullptr);
-  keep.env.push_back(nullptr);
+  auto with = [&](std::vector<char*>& out, std::string& pwd) {
+    out.reserve(env->kept.size() + 2);
+    for (std::size_t i : env->kept) out.push_back(environ[i]);
+    out.push_back(pwd.data());
+    out.push_back(nullptr);
+  };
+  with(keep.env_here, keep.here_pwd);
+  if (env->pwd) {
+    keep.given_pwd = "PWD=" + *env->pwd;
+    with(keep.env_given, keep.given_pwd);
+    args.simple_env_given_pwd = keep.env_given.data();
+    args.simple_given_pwd = keep.given_pwd.c_str() + 4;
+  }
   args.simple_argv = keep.argv.data();
-  args.simple_env = keep.env.data();
+  args.simple_env = keep.env_here.data();
 }
 
 struct itimerspec ms_to_its(uint64_t ms) {
@@ -449,7 +464,11 @@ struct ChildStart {
   } else {
     // A simple command's words first; where they cannot run, the shell
     // says why as it always did (127, "not found"), or runs a script.
-    if (args.simple_argv != nullptr) err = exec_command(args.simple_argv, args.simple_env);
+    if (args.simple_argv != nullptr) {
+      // As this user, in this run's folder: as dash decides at its start.
+      const bool given = args.simple_given_pwd != nullptr && names_this_dir(args.simple_given_pwd);
+      err = exec_command(args.simple_argv, given ? args.simple_env_given_pwd : args.simple_env);
+    }
     if (args.simple_argv == nullptr || err != 0) err = exec_command(args.argv, environ);
   }
   ssize_t n;

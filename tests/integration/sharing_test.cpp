@@ -197,6 +197,23 @@ TEST_F(SharingTest, StepsCarryTheSeedsFieldsAndSurviveARestart) {
   EXPECT_EQ(stop["signal"], "SIGTERM");
 }
 
+// A command that ends at its TERM at once (a lone `sleep`, one process) is
+// often over before the stop's write looks at it again: every such stop is
+// still a step, completed with its signal.
+TEST_F(SharingTest, EveryStopOfACommandThatEndsAtOnceIsAStep) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(start("sleep 30"));
+  for (const std::string& id : ids) {
+    ASSERT_TRUE(is_auto_id(id));
+    ASSERT_EQ(stop_command(mnt_, id), 0);
+  }
+  for (const std::string& id : ids) {
+    ASSERT_TRUE(wait_until([&] { return step_of(parse_json(file("steps.json")), id, "stop")["ms"].is_number(); }, 10s))
+        << id << ": " << file("steps.json");
+    EXPECT_EQ(step_of(parse_json(file("steps.json")), id, "stop")["signal"], "SIGTERM") << id;
+  }
+}
+
 TEST_F(SharingTest, AStartThatEndedWhileNoDaemonRanIsCompletedByTheNext) {
   const std::string id = start("while [ ! -e \"$T/go2\" ]; do sleep 0.02; done; exit 4");
   ASSERT_TRUE(is_auto_id(id));

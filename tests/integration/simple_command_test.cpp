@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -110,6 +113,52 @@ TEST_F(SimpleCommandTest, TheEnvironmentIsTheOneTheShellWouldGive) {
     const std::vector<std::string> mine = lines(a);
     EXPECT_EQ(mine, lines(b)) << env.dump();
     EXPECT_FALSE(mine.empty());
+  }
+}
+
+// A restart runs in the folder of the first run; dash decides at each run
+// whether the given PWD still names it (here the link moved between runs).
+TEST_F(SimpleCommandTest, EachRunDecidesItsPwdAsTheShellDoes) {
+  ASSERT_EQ(::mkdir((dir_ + "/v1").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir_ + "/v2").c_str(), 0700), 0);
+  ASSERT_EQ(::symlink((dir_ + "/v1").c_str(), (dir_ + "/cur").c_str()), 0);
+  const std::string cur = dir_ + "/cur";
+  char* real = ::realpath((dir_ + "/v1").c_str(), nullptr);
+  ASSERT_NE(real, nullptr);
+  const std::string v1 = real;
+  std::free(real);
+  const json req = {{"cmd", "printenv PWD"}, {"cwd", cur}, {"env", {{"PWD", cur}}}, {"restart", "always"},
+                    {"maxRestarts", 1}, {"restartDelaySec", 1}};
+  const std::string id = start(req.dump());
+  ASSERT_FALSE(id.empty());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (log(id).find(cur + "\n") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_NE(log(id).find(cur + "\n"), std::string::npos) << "the first run keeps the PWD that names its folder";
+  ASSERT_EQ(::unlink(cur.c_str()), 0);
+  ASSERT_EQ(::symlink((dir_ + "/v2").c_str(), cur.c_str()), 0);
+  wait_json(id, 20);
+  EXPECT_NE(log(id).find(v1 + "\n"), std::string::npos) << "the second run, still in v1, is told its real path:\n"
+                                                          << log(id);
+}
+
+// An empty PATH entry is the working directory, and the program is named as
+// dash and execvp name it: `show0`, not `./show0` (a script's $0).
+TEST_F(SimpleCommandTest, AnEmptyPathEntryNamesTheProgramBare) {
+  const std::string script = dir_ + "/show0";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\necho \"$0\"\n";
+  }
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  const json env = {{"PATH", ":/usr/bin:/bin"}};
+  const std::string text = start(json({{"cmd", "show0"}, {"cwd", dir_}, {"env", env}}).dump());
+  const std::string argv = start(json({{"argv", {"show0"}}, {"cwd", dir_}, {"env", env}}).dump());
+  const std::string shell = start(json({{"cmd", ": ; show0"}, {"cwd", dir_}, {"env", env}}).dump());
+  for (const std::string& id : {text, argv, shell}) {
+    ASSERT_FALSE(id.empty());
+    wait_json(id);
+    EXPECT_EQ(log(id), "show0\n") << id;
   }
 }
 

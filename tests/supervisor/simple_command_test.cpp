@@ -37,7 +37,8 @@ TEST(SimpleCommandTest, AnythingTheShellReadsIsLeftToIt) {
 TEST(SimpleCommandTest, BuiltInsReservedWordsAndAssignmentsAreLeftToTheShell) {
   for (const char* text : {"echo -e a", "true", "false", "test -f x", "[ -f x ]", "kill -9 1", "printf x",
                            "pwd", "cd /tmp", "exit 3", "exec sleep 1", "wait", "read x", ". ./env",
-                           ": nothing", "if", "for", "while", "! a", "FOO=1 env", "umask", "ulimit -n"})
+                           ": nothing", "if", "for", "while", "! a", "FOO=1 env", "umask", "ulimit -n",
+                           "-prog x", "+prog x"})
     EXPECT_EQ(simple_command_words(text), std::nullopt) << text;
   EXPECT_EQ(simple_command_words("env FOO=1"), (Words{"env", "FOO=1"})) << "an assignment after the program is an argument";
   EXPECT_EQ(simple_command_words("/bin/echo -e a"), (Words{"/bin/echo", "-e", "a"})) << "a path is no built-in";
@@ -46,14 +47,15 @@ TEST(SimpleCommandTest, BuiltInsReservedWordsAndAssignmentsAreLeftToTheShell) {
 bool never_this_dir(const char*) { return false; }
 bool always_this_dir(const char*) { return true; }
 
-// The environment as a sorted list of entries.
+// The environment as a sorted list of entries, PWD chosen as dash does
+// (`same_dir` says whether the given PWD names the working directory `cwd`).
 std::optional<Words> env_of(const std::vector<std::string_view>& env, const std::string& cwd,
                             bool (*same_dir)(const char*)) {
-  std::optional<sup::SimpleEnv> e = simple_command_env(env, cwd, same_dir);
+  std::optional<sup::SimpleEnv> e = simple_command_env(env);
   if (!e) return std::nullopt;
   Words out;
   for (std::size_t i : e->kept) out.emplace_back(env[i]);
-  out.push_back(e->pwd);
+  out.push_back("PWD=" + (e->pwd && same_dir(e->pwd->c_str()) ? *e->pwd : cwd));
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -65,10 +67,11 @@ TEST(SimpleCommandTest, EnvironmentIsTheShells) {
       << "a PWD that names the folder is kept";
   EXPECT_EQ(env_of({"PATH=/bin", "PWD=relative"}, "/work", always_this_dir), (Words{"PATH=/bin", "PWD=/work"}))
       << "only an absolute PWD is kept";
-  EXPECT_FALSE(simple_command_env({"A=1"}, "/work", never_this_dir)) << "no PATH";
-  EXPECT_FALSE(simple_command_env({"PATH="}, "/work", never_this_dir)) << "an empty PATH";
+  EXPECT_FALSE(simple_command_env({"A=1"})) << "no PATH";
+  EXPECT_FALSE(simple_command_env({"PATH="})) << "an empty PATH";
+  EXPECT_FALSE(simple_command_env({"PATH=/opt/x%builtin:/bin"})) << "dash reads % in PATH as its own";
   for (const char* reset : {"IFS=x", "OPTIND=3", "PPID=1"})
-    EXPECT_FALSE(simple_command_env({"PATH=/bin", reset}, "/work", never_this_dir)) << reset;
+    EXPECT_FALSE(simple_command_env({"PATH=/bin", reset})) << reset;
 }
 
 // What /bin/sh -c /usr/bin/env prints, run in `dir` with `env`: the
