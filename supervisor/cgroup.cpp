@@ -197,6 +197,16 @@ namespace {
 constexpr char kHold[] = "/live";
 }  // namespace
 
+std::string command_cgroup_name(const std::string& id, std::uint64_t n) {
+  return "cmd-" + id + "-" + std::to_string(n);
+}
+
+std::optional<std::string> command_cgroup_id(const std::string& name) {
+  const std::size_t dash = name.rfind('-');
+  if (name.rfind("cmd-", 0) != 0 || dash == std::string::npos || dash <= 4) return std::nullopt;
+  return name.substr(4, dash - 4);
+}
+
 int create_command_cgroup(const CgroupHierarchy& h, const std::string& name, Cgroup* out) {
   Cgroup cg(h.subtree + "/" + name);
   int e = 0;

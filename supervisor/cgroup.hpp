@@ -112,6 +112,12 @@ class Cgroup {
   std::string path_;
 };
 
+/// The name of a command's cgroup in the subtree: cmd-ID-N, N never used
+/// twice (the recovery of a torn monitor.json finds it by ID).
+std::string command_cgroup_name(const std::string& id, std::uint64_t n);
+/// The ID in such a name; nothing for any other name.
+std::optional<std::string> command_cgroup_id(const std::string& name);
+
 /// Makes a command's cgroup NAME in the subtree (and the subtree first,
 /// with its controllers, when it is not there). Fills `out`; 0 or an errno.
 int create_command_cgroup(const CgroupHierarchy& h, const std::string& name, Cgroup* out);

@@ -180,8 +180,7 @@ bool Supervisor::Impl::load_queued(Record& r) {
   const std::string dir = dir_of(r.id);
   auto q = read_file(dir + "/" + kQueuedFile);
   if (!q.ok() || !q.value()) return false;
-  auto has = [&](const char* name) { return ::access((dir + "/" + name).c_str(), F_OK) == 0; };
-  if (has(kMonitorFile) || has(kExitFile)) {
+  if (record_has(r.id, kMonitorFile) || record_has(r.id, kExitFile)) {
     // Its start got as far as the monitor: a record like any other now.
     ::unlink((dir + "/" + kQueuedFile).c_str());
     return false;

@@ -173,7 +173,7 @@ void Supervisor::Impl::launch(const std::shared_ptr<Starting>& s, std::map<std::
   if (I.cgroups) {
     // Made (with its limits) before the monitor exists: the command joins it
     // between fork and exec, so none of its processes ever runs outside.
-    const std::string name = "cmd-" + id + "-" + std::to_string(I.cgroup_serial++);
+    const std::string name = command_cgroup_name(id, I.cgroup_serial++);
     if (int e = create_command_cgroup(*I.cgroups, name, &s->cg))
       return fail_early(error_from_errno(e, "cannot create the cgroup " + I.cgroups->subtree + "/" + name));
     if (spec.limits)

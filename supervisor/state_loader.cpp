@@ -221,8 +221,7 @@ Status Supervisor::Impl::load() {
   // exec and removed monitor.json. Nothing of it ran: it goes, and the
   // record it was replacing comes back.
   auto never_ran = [&](const std::string& id) {
-    const std::string dir = dir_of(id);
-    auto has = [&](const char* name) { return ::access((dir + "/" + name).c_str(), F_OK) == 0; };
+    auto has = [&](const char* name) { return record_has(id, name); };
     return has("spec.json") && !has(kMonitorFile) && !has(kExitFile) && !has("queued") && !has(kSlotFile);
   };
   for (auto& [id, path] : held) {
@@ -264,9 +263,7 @@ void Supervisor::Impl::recover_monitor(const std::string& id, MonitorInfo* m) co
     std::vector<std::string> found;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(cgroups->subtree, ec)) {
-      const std::string name = e.path().filename().string();
-      const std::size_t serial = name.rfind('-');
-      if (name.rfind("cmd-", 0) == 0 && serial > 4 && name.compare(4, serial - 4, id) == 0) found.push_back(e.path());
+      if (command_cgroup_id(e.path().filename().string()) == id) found.push_back(e.path());
     }
     if (found.size() == 1) m->cgroup = found.front();
   }
@@ -310,9 +307,9 @@ void Supervisor::Impl::sweep_stray_cgroups() {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(cgroups->subtree, ec)) {
     const std::string name = e.path().filename().string();
-    const std::size_t serial = name.rfind('-');
-    if (name.rfind("cmd-", 0) != 0 || serial <= 4 || !e.is_directory(ec)) continue;
-    if (owned.count(name) || unknown_ids.count(name.substr(4, serial - 4))) continue;
+    const std::optional<std::string> id = command_cgroup_id(name);
+    if (!id || !e.is_directory(ec)) continue;
+    if (owned.count(name) || unknown_ids.count(*id)) continue;
     (void)Cgroup(e.path().string()).destroy(std::chrono::seconds(2));
   }
 }

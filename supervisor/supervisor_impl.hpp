@@ -3,6 +3,8 @@
 // each: state_loader, start_transaction, exit_watcher, readiness,
 // record_removal, record_snapshot) and by the facade, supervisor.cpp.
 // Not for users of the library: they see supervisor.hpp.
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -100,6 +102,10 @@ struct Supervisor::Impl {
   std::unique_ptr<EventLoop> loop;  // last: destroyed first, so no callback outlives the rest
 
   std::string dir_of(const std::string& id) const { return procs_dir + "/" + id; }
+  /// Whether the record's folder holds a file NAME (on disk, now).
+  bool record_has(const std::string& id, const char* name) const {
+    return ::access((dir_of(id) + "/" + name).c_str(), F_OK) == 0;
+  }
   /// Where a start of `id` (or a new slot) is prepared before it is renamed into procs/.
   std::string start_dir(const std::string& id) const { return staging_dir + "/new-" + id; }
   /// A fresh name to rename a record's folder to before deleting it.

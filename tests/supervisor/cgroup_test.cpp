@@ -203,3 +203,13 @@ TEST(LimitsSpecTest, ParsedAndKeptInTheSpec) {
 }
 
 }  // namespace
+
+// The loader finds a command's cgroup by its id (a torn monitor.json) and
+// sweeps those no record owns: the id comes back from the name, dashes and all.
+TEST(CommandCgroupNameTest, TheIdComesBackFromTheName) {
+  EXPECT_EQ(sup::command_cgroup_name("0001", 17), "cmd-0001-17");
+  EXPECT_EQ(sup::command_cgroup_id(sup::command_cgroup_name("0001", 17)), "0001");
+  EXPECT_EQ(sup::command_cgroup_id(sup::command_cgroup_name("job-1.a_B", 5)), "job-1.a_B");
+  for (const char* other : {"live", "cmd-", "cmd-5", "cmd--1", "sbxfs-abc", ""})
+    EXPECT_EQ(sup::command_cgroup_id(other), std::nullopt) << other;
+}
