@@ -17,7 +17,11 @@
 // reader's file position is where that write left it (after it if it
 // succeeded, at it if it failed), so the answer is served from that offset
 // on. A rejected request also goes to `errors`. The next write on the file
-// starts a new request; one of blanks alone is taken and ignored.
+// starts a new request; one of blanks alone is taken and ignored, and one
+// that repeats the refused bytes is refused again: the whole request (a
+// buffered writer's retry), or the rest of a write(2) the kernel split
+// whose later part was refused (the writer got a short count and writes
+// the rest again from where that part began: never a command of its own).
 //
 // A start holds no FUSE thread: the request (write, flush or read) that
 // completes it is parked and answered from the supervisor's event thread
@@ -51,6 +55,8 @@ namespace fsd {
 namespace {
 
 constexpr std::size_t kSplitWrite = 128 * 1024;
+/// How much of a refused part is kept to know a rewrite of it by.
+constexpr std::size_t kPartHead = 4096;
 
 constexpr const char* kUsage =
     "Write a shell command to this file to start it, e.g.\n"
@@ -93,8 +99,11 @@ class CmdHandle : public Handle {
     if (too_big_) return Reply::error(E2BIG);  // the rest of a rejected oversized write
     if (done_) {
       // The rejected bytes again (Python's buffered writer retries them at
-      // close): the same answer, no second line in `errors`.
-      if (rejected_error_ && data == rejected_) return Reply::fail(*rejected_error_);
+      // close), or the rest of a write(2) the kernel split and whose last
+      // part was refused (the writer got the first parts' count and writes
+      // the rest again, from where the refused part began): the same
+      // answer, no second line in `errors`, and never a request of its own.
+      if (rejected_error_ && (data == rejected_ || refused_rest(data, off))) return Reply::fail(*rejected_error_);
       // Blanks after a request (a JSON request's newline written apart, by
       // `dd bs=1` or a printf of "...}\n\n"): no request, and no error for a
       // command that did start.
@@ -102,6 +111,7 @@ class CmdHandle : public Handle {
       buf_.clear();
       done_ = false;
       rejected_error_.reset();
+      refused_part_.reset();
     }
     if (buf_.size() + data.size() > fs_.config().max_request) {
       // Keep refusing on this open file until close: the kernel may send the
@@ -114,6 +124,10 @@ class CmdHandle : public Handle {
     buf_.append(data);
     end_ = off + static_cast<off_t>(data.size());
     if (!complete(data)) return Reply::written(data.size());
+    // Earlier parts of this request were taken: should this part be
+    // refused, finish_rejected() keeps what tells a rewrite of it.
+    split_part_.reset();
+    if (buf_.size() > data.size()) split_part_ = Part{off, std::string(data.substr(0, kPartHead))};
     // A failed write leaves the reader's position where the write began.
     const std::size_t n = data.size();
     return start(g, req, off + static_cast<off_t>(n), off,
@@ -128,6 +142,7 @@ class CmdHandle : public Handle {
       return Reply::fail(finish_rejected(
           {sup::Errc::invalid_argument, "empty request: the file was closed with nothing written"}, end_));
     if (done_ || is_blank(buf_)) return Reply::error(0);  // bash flushes before it writes
+    split_part_.reset();  // every write of it was answered in full
     return start(g, req, end_, end_,
                  [](const sup::Error* refused) { return refused ? Reply::fail(*refused) : Reply::error(0); });
   }
@@ -136,7 +151,10 @@ class CmdHandle : public Handle {
     std::unique_lock g(mu_);
     if (starting_) return Reply::error(EBUSY);  // its answer is not there yet
     // `printf 'x' >&3; read <&3`: no newline, no flush: this read starts it.
-    if (!done_ && !is_blank(buf_)) return start(g, req, off, off, [this, size, off](const sup::Error*) { return answer(size, off); });
+    if (!done_ && !is_blank(buf_)) {
+      split_part_.reset();  // every write of it was answered in full
+      return start(g, req, off, off, [this, size, off](const sup::Error*) { return answer(size, off); });
+    }
     if (!done_) return Reply::slice(shown_, off, size);
     return answer(size, off);
   }
@@ -250,6 +268,7 @@ class CmdHandle : public Handle {
   /// `who` (null: unknown) also gets a refused step in the box's steps.
   /// Returns `refused`.
   sup::Error finish_rejected(const sup::Error& refused, off_t at, const Requester* who = nullptr) {
+    std::optional<Part> part = std::move(split_part_);
     const std::vector<std::string> secrets = request_secrets(buf_);
     std::string rejected = buf_;
     const std::string shown = fs_.errors().add(path(), refused.code,
@@ -259,10 +278,21 @@ class CmdHandle : public Handle {
     finish(std::string("error: ") + errno_name(refused.code) + ": " + shown + "\n", at);
     rejected_ = std::move(rejected);
     rejected_error_ = refused;
+    refused_part_ = std::move(part);
     return refused;
   }
 
+  /// Whether a write at `off` is the writer's second try of the rest of a
+  /// split write(2) whose refused part began there: it starts with that
+  /// part's bytes (the kernel may split the rest at other places).
+  bool refused_rest(std::string_view data, off_t off) const {
+    if (!refused_part_ || off != refused_part_->off) return false;
+    const std::size_t n = std::min(data.size(), refused_part_->head.size());
+    return n > 0 && data.substr(0, n) == std::string_view(refused_part_->head).substr(0, n);
+  }
+
   void finish(std::string answer, off_t at) {
+    split_part_.reset();
     answer_ = std::move(answer);
     answer_at_ = at;
     buf_.clear();
@@ -293,6 +323,13 @@ class CmdHandle : public Handle {
   std::string answer_;          // guarded by mu_: "<bgId>\n" or "error: ...\n"
   std::string rejected_;        // guarded by mu_: the bytes of the request last refused
   std::optional<sup::Error> rejected_error_;  // guarded by mu_: why it was refused; none after a start
+  /// A later WRITE of a request that earlier WRITEs began: its file offset and first bytes.
+  struct Part {
+    off_t off;
+    std::string head;
+  };
+  std::optional<Part> split_part_;    // guarded by mu_: of the request being started
+  std::optional<Part> refused_part_;  // guarded by mu_: of the request last refused, if it was one
   off_t end_ = 0;               // guarded by mu_: file offset after the last buffered write
   off_t answer_at_ = 0;         // guarded by mu_: the file offset where answer_ begins
 };

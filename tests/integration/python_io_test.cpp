@@ -112,6 +112,49 @@ with open(os.environ['MNT'] + '/cmd', 'w') as f:
   EXPECT_EQ(file("procs/" + ids[0] + "/cmd").size(), std::string("echo big command # ").size() + 1000000 + 1);
 }
 
+TEST_F(PythonIoTest, TheRestOfARefusedSplitWriteIsNoCommand) {
+  // A JSON request over 1 MiB reaches the daemon in pieces; the last one
+  // completes it and is refused (the name is taken). write(2) returns the
+  // first pieces' count, and a writer that loops writes the rest again:
+  // text that, run by the shell, would touch the flag. It must get the
+  // errno instead, and nothing may run.
+  ASSERT_EQ(bash("echo '{\"argv\": [\"true\"], \"name\": \"taken\"}' > \"$MNT/cmd\"").code, 0);
+  const std::size_t lines = errors().size();
+  auto r = python(R"(
+import os, json, errno, subprocess
+m, t = os.environ['MNT'], os.environ['T']
+def request(flag):
+    return json.dumps({"name": "taken", "cmd": "echo " + "x" * 1200000, "note": "; touch " + flag + " #"})
+try:
+    with open(m + '/cmd', 'w') as f:
+        f.write(request(t + '/ran-python'))
+    print('python: no error')
+except OSError as e:
+    print('python:', errno.errorcode[e.errno])
+fd = os.open(m + '/cmd', os.O_WRONLY)
+data = request(t + '/ran-loop').encode()
+n = os.write(fd, data)
+print('short count:', 0 < n < len(data))
+try:
+    os.write(fd, data[n:])
+    print('rest: written')
+except OSError as e:
+    print('rest:', errno.errorcode[e.errno])
+os.close(fd)
+with open(t + '/req.json', 'w') as f:
+    f.write(request(t + '/ran-dd'))
+dd = subprocess.run(['dd', 'if=' + t + '/req.json', 'of=' + m + '/cmd', 'bs=4M'], capture_output=True)
+print('dd:', dd.returncode != 0, b'File exists' in dd.stderr)
+)",
+                  60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "python: EEXIST\nshort count: True\nrest: EEXIST\ndd: True True\n");
+  EXPECT_EQ(procs(), std::vector<std::string>{"taken"}) << "the rest of a refused write started a command";
+  for (const char* flag : {"/ran-python", "/ran-loop", "/ran-dd"}) EXPECT_NE(stat_errno(dir_ + flag), 0) << flag;
+  // One line for each refused request, none for the rests written again.
+  EXPECT_EQ(errors().size(), lines + 3);
+}
+
 TEST_F(PythonIoTest, LargePlainTextRequestWithReadBack) {
   // 120 000 bytes: under 128 KiB, so complete at its write (read-back works).
   auto r = python(R"(
