@@ -34,7 +34,8 @@ bool parse_u64(const char* s, uint64_t* out);
 // ---- signal_tree.cpp --------------------------------------------------------
 
 // Sends sig (then SIGCONT when also_cont) to the process group `group`
-// and to every live descendant of the calling process (itself excluded).
+// and to every live descendant of the calling process (itself excluded)
+// that is not in that group: each process gets it once.
 // group_usable: the group id is known not to be recycled (its leader has
 // not been reaped yet); otherwise the group is signalled only when a
 // descendant is seen in it. Returns the number of descendants found.

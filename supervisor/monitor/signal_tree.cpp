@@ -20,18 +20,22 @@ namespace sbxmon {
 
 size_t signal_tree(pid_t group, bool group_usable, int sig, bool also_cont) {
   pid_t self = ::getpid();
+  bool group_signalled = false;
   auto signal_group = [&] {
-    if (group <= 1) return;
+    if (group <= 1 || group_signalled) return;
     ::kill(-group, sig);
     if (also_cont) ::kill(-group, SIGCONT);
+    group_signalled = true;
   };
   // While the leader is not reaped its pid cannot be recycled, so the group
   // is safe to signal. Signal it first: that is atomic for its members.
   if (group_usable) signal_group();
 
   const std::vector<sup::ProcEntry> desc = sup::descendants_in(sup::scan_processes(), self);
-  bool saw_group = false;
   for (const sup::ProcEntry& e : desc) {
+    // A member had the group's signal: one write is one signal (a program
+    // that counts its SIGUSR1s, or takes a second TERM for "at once").
+    if (group_signalled && e.stat.pgrp == group) continue;
     // Pin the process with a pidfd, then check it still is the one we found
     // (same parent, or re-parented to us after its parent died): a pid that
     // was recycled in between is not signalled.
@@ -44,13 +48,18 @@ size_t signal_tree(pid_t group, bool group_usable, int sig, bool also_cont) {
     }
     sup::ProcStat st;
     if (sup::read_proc_stat(e.pid, &st) && (st.ppid == e.stat.ppid || st.ppid == self)) {
-      if (st.pgrp == group) saw_group = true;
-      sup::pidfd_signal(pfd, sig);
-      if (also_cont) sup::pidfd_signal(pfd, SIGCONT);
+      if (group > 1 && st.pgrp == group) {
+        // The leader is reaped, but a member of ours keeps the group's id
+        // from being recycled: the group's signal reaches every member,
+        // those outside this tree too, once.
+        signal_group();
+      } else {
+        sup::pidfd_signal(pfd, sig);
+        if (also_cont) sup::pidfd_signal(pfd, SIGCONT);
+      }
     }
     ::close(pfd);
   }
-  if (!group_usable && saw_group) signal_group();
   return desc.size();
 }
 

@@ -1,6 +1,8 @@
 // procs/ID/stop and procs/ID/signal.
+#include <fcntl.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -132,6 +134,64 @@ TEST_F(StopSignalTest, SignalReachesTheWholeTree) {
   EXPECT_EQ(s["exitCode"], -1);
   EXPECT_EQ(s["signal"], "SIGTERM");
   EXPECT_EQ(s["endReason"], "killed") << "a signal other than stop/timeout";
+}
+
+// One write of `signal` is one signal for every process of the tree, the
+// leader, a member of its group and one that left it with setsid, however
+// the tree is tracked. A realtime signal is queued, never merged with one
+// pending, so a second copy would be counted.
+class SignalOnceTest : public SbxfsTest {
+ protected:
+  void expect_one_signal_a_write() {
+    const std::string counter = dir_ + "/count.py";
+    ASSERT_EQ(write_file(counter,
+                         "import os, signal, sys\n"
+                         "a, b = signal.SIGRTMIN + 1, signal.SIGRTMIN + 2\n"
+                         "signal.pthread_sigmask(signal.SIG_BLOCK, {a, b})\n"
+                         "say = lambda *w: os.write(1, (' '.join(map(str, w)) + '\\n').encode())  # one write a line\n"
+                         "say('ready', sys.argv[1])\n"
+                         "n = 0\n"
+                         "while True:\n"
+                         "    if signal.sigwaitinfo({a, b}).si_signo == a:\n"
+                         "        n += 1\n"
+                         "    else:\n"
+                         "        say('count', sys.argv[1], n)\n",
+                         O_WRONLY | O_CREAT | O_TRUNC),
+              0);
+    const std::string py = "python3 '" + counter + "' ";
+    const std::string id = start(py + "member & setsid " + py + "apart & exec " + py + "leader");
+    ASSERT_FALSE(id.empty());
+    auto lines_with = [&](const std::string& word) {
+      std::istringstream in(log(id));
+      std::vector<std::string> out;
+      for (std::string line; std::getline(in, line);)
+        if (line.rfind(word, 0) == 0) out.push_back(line);
+      return out;
+    };
+    ASSERT_TRUE(wait_until([&] { return lines_with("ready ").size() == 3; }, 10s)) << log(id);
+    auto send = [&](int sig) {
+      auto r = bash("echo $SIG > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}, {"SIG", std::to_string(sig)}});
+      EXPECT_EQ(r.code, 0) << r.err;
+    };
+    for (int i = 0; i < 3; ++i) send(SIGRTMIN + 1);
+    // Delivered after every lower one already queued: the count is complete.
+    send(SIGRTMIN + 2);
+    ASSERT_TRUE(wait_until([&] { return lines_with("count ").size() >= 3; }, 10s)) << log(id);
+    std::vector<std::string> counts = lines_with("count ");
+    std::sort(counts.begin(), counts.end());
+    EXPECT_EQ(counts, (std::vector<std::string>{"count apart 3", "count leader 3", "count member 3"})) << log(id);
+  }
+};
+
+class SignalOnceTreeTest : public SignalOnceTest {
+ protected:
+  SignalOnceTreeTest() { daemon_options_ = {"-o", "cgroup=off"}; }
+};
+
+TEST_F(SignalOnceTest, EachWriteIsOneSignalForEveryProcess) { expect_one_signal_a_write(); }
+
+TEST_F(SignalOnceTreeTest, EachWriteIsOneSignalForEveryProcessTrackedAsAProcessTree) {
+  expect_one_signal_a_write();
 }
 
 TEST_F(StopSignalTest, BogusSignalIsEINVAL) {
