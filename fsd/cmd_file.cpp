@@ -269,12 +269,14 @@ class CmdHandle : public Handle {
   /// Returns `refused`.
   sup::Error finish_rejected(const sup::Error& refused, off_t at, const Requester* who = nullptr) {
     std::optional<Part> part = std::move(split_part_);
-    const std::vector<std::string> secrets = request_secrets(buf_);
+    std::vector<std::string> secrets = request_secrets(buf_);
+    for (std::string& s : fs_.sup().secrets(slot_)) secrets.push_back(std::move(s));
+    // However the request's JSON escapes spell a secret, it is found.
+    const std::string request = sup::mask_secrets_in_json(buf_, secrets);
     std::string rejected = buf_;
-    const std::string shown = fs_.errors().add(path(), refused.code,
-                                               sup::mask_secrets(refused.message, secrets),
-                                               sup::mask_secrets(buf_, secrets), slot_);
-    if (who) fs_.note_refused_start(fs_.mask(sup::mask_secrets(buf_, secrets), slot_), refused.code, shown, *who);
+    const std::string shown =
+        fs_.errors().add(path(), refused.code, sup::mask_secrets(refused.message, secrets), request, slot_);
+    if (who) fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown, *who);
     finish(std::string("error: ") + errno_name(refused.code) + ": " + shown + "\n", at);
     rejected_ = std::move(rejected);
     rejected_error_ = refused;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 namespace sup {
 
 std::string mask_secrets(std::string_view text, std::vector<std::string> secrets) {
@@ -25,6 +27,36 @@ std::string mask_secrets(std::string_view text, std::vector<std::string> secrets
     if (!hit) out += text[i++];
   }
   return out;
+}
+
+std::string mask_secrets_in_json(std::string_view text, const std::vector<std::string>& secrets) {
+  using nlohmann::json;
+  if (std::all_of(secrets.begin(), secrets.end(), [](const std::string& s) { return s.empty(); }))
+    return std::string(text);
+  if (json::parse(text, nullptr, false).is_discarded()) return mask_secrets(text, secrets);
+  // Valid JSON: a quote is a string's first or last byte, nothing else.
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t open = text.find('"', i);
+    if (open == std::string_view::npos) break;
+    std::size_t close = open + 1;
+    while (close < text.size() && text[close] != '"') close += text[close] == '\\' ? 2 : 1;
+    if (close >= text.size()) break;
+    out.append(text.substr(i, open - i));
+    const std::string_view token = text.substr(open, close + 1 - open);
+    const json value = json::parse(token, nullptr, false);
+    const std::string* decoded = value.is_string() ? &value.get_ref<const std::string&>() : nullptr;
+    const std::string masked = decoded ? mask_secrets(*decoded, secrets) : std::string();
+    if (decoded && masked != *decoded)
+      out += json(masked).dump(-1, ' ', false, json::error_handler_t::replace);
+    else
+      out.append(token);
+    i = close + 1;
+  }
+  out.append(text.substr(std::min(i, text.size())));
+  return mask_secrets(out, secrets);
 }
 
 void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& secrets) {

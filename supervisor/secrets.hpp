@@ -12,6 +12,11 @@ inline constexpr std::string_view kMask = "****";
 /// (longest secrets first, so one that contains another is masked whole).
 std::string mask_secrets(std::string_view text, std::vector<std::string> secrets);
 
+/// `text` as mask_secrets() shows it, and where it is JSON (a request as
+/// written), every string in it that holds a secret written anew with the
+/// secret masked, however its escapes spelt it ("h\u00e9llo", "a\/b").
+std::string mask_secrets_in_json(std::string_view text, const std::vector<std::string>& secrets);
+
 /// For byte streams whose size and offsets must stay true (logs): every byte
 /// covered by any occurrence of any secret (overlapping ones included)
 /// becomes '*'. The result for a byte depends only on the bytes within

@@ -306,6 +306,13 @@ TEST_F(MaskedErrorsTest, ReasonsAndReadBacksAreMasked) {
       {"a secret that holds a quote", "cmd",
        R"({"cmd": "true", "cwd": "/no/quo\"te-secret", "secretEnv": {"T": "quo\"te-secret"}})" "\n", ENOENT,
        "te-secret"},
+      // JSON may spell a value with escapes (Python's json.dumps writes \u00e9 for é).
+      {"secretEnv value spelt with a \\u escape", "cmd",
+       R"({"cmd": "true", "secretEnv": {"X": "h\u00e9llo-secret"}, "h\u00e9llo-secret": 1})" "\n", EINVAL, "llo-secret"},
+      {"secretEnv value spelt with \\/", "cmd",
+       R"({"cmd": "true", "secretEnv": {"X": "tok\/zq9\/xyz"}, "tok\/zq9\/xyz": 1})" "\n", EINVAL, "zq9"},
+      {"global secret spelt with a \\u escape", "cmd",
+       R"({"cmd": "true", "cwd": "/no/such/\u0068unter2-global-secret"})" "\n", ENOENT, "unter2-global"},
       {"global secret in a slot's cwd", "procs/run/cmd", R"({"cmd": "true", "cwd": "/x/)" + g + "\"}\n", ENOENT, g},
       {"global secret in a ready regex", "procs/run/ready", "log " + g + "(\n", EINVAL, g},
       {"global secret in a signal", "procs/run/signal", "SIG" + g + "\n", EINVAL, g},
@@ -335,6 +342,10 @@ TEST_F(MaskedErrorsTest, ReasonsAndReadBacksAreMasked) {
   const std::string raw = file("errors");
   EXPECT_EQ(raw.find(g), std::string::npos);
   EXPECT_EQ(raw.find("s3cr3t"), std::string::npos);
+  // The refused starts are steps of the box too, shown in steps.json.
+  const std::string steps = file("steps.json");
+  for (const char* secret : {"hunter2", "s3cr3t", "llo-secret", "zq9", "unter2-global", "te-secret"})
+    EXPECT_EQ(steps.find(secret), std::string::npos) << secret << " in " << steps;
 }
 
 }  // namespace

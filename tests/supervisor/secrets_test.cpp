@@ -11,6 +11,23 @@ TEST(MaskSecrets, ReplacesEveryOccurrenceLongestFirst) {
   EXPECT_EQ(sup::mask_secrets("nothing here", {"", "zzz"}), "nothing here");
 }
 
+// A request as written: JSON may spell a secret with escapes (Python's
+// json.dumps writes \u00e9 for é; \/ is a slash); each string holding one is
+// written anew, masked, and the rest of the text stays as it was.
+TEST(MaskSecretsInJson, FindsASecretHoweverItsEscapesSpellIt) {
+  const std::vector<std::string> secrets = {"h\u00e9llo-secret", "tok/en"};
+  EXPECT_EQ(sup::mask_secrets_in_json(R"({"cmd": "true",  "secretEnv": {"X": "h\u00e9llo-secret"}, "bogus": 1})",
+                                      secrets),
+            R"({"cmd": "true",  "secretEnv": {"X": "****"}, "bogus": 1})");
+  EXPECT_EQ(sup::mask_secrets_in_json(R"({"env":{"T":"a tok\/en b"},"k\u0065y":"tok\u002fen"})", secrets),
+            R"({"env":{"T":"a **** b"},"k\u0065y":"****"})");
+  // A quote or a backslash escaped inside a string ends nothing.
+  EXPECT_EQ(sup::mask_secrets_in_json(R"({"a":"x\"tok\/en\\","b":"\\"})", secrets), R"({"a":"x\"****\\","b":"\\"})");
+  // Not JSON: each secret as it stands.
+  EXPECT_EQ(sup::mask_secrets_in_json("echo tok/en h\\u00e9llo-secret {", secrets), "echo **** h\\u00e9llo-secret {");
+  EXPECT_EQ(sup::mask_secrets_in_json(R"({"a":"tok\/en"})", {}), R"({"a":"tok\/en"})");
+}
+
 TEST(MaskSecretsInPlace, KeepsTheSizeAndCoversOverlaps) {
   std::string s = "pre-abcde-post";
   sup::mask_secrets_in_place(s, {"abc", "cde"});
