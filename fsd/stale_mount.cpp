@@ -6,6 +6,7 @@
 #include <sstream>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 #include <vector>
 
@@ -92,8 +93,11 @@ sup::Status clean_stale_mount(const std::string& mountpoint) {
     const std::vector<MountEntry> mounts = mounts_at(mountpoint);
     if (mounts.empty()) return sup::Ok{};
     const std::string& top = mounts.back().fstype;
-    struct stat st {};
-    const bool dead = ::stat(mountpoint.c_str(), &st) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
+    // statfs(2), not stat(2): the kernel answers a stat of a dead daemon's
+    // mount from its attribute cache for up to a second, and a statfs
+    // always asks the daemon.
+    struct statfs sfs {};
+    const bool dead = ::statfs(mountpoint.c_str(), &sfs) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
     if (!dead) {
       if (top == "fuse.sbxfs")
         return sup::Error{sup::Errc::already_exists, "a live sbxfs is already mounted at " + mountpoint};

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +32,14 @@
 namespace sup {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+/// How long a daemon waits for the state directory's lock before it gives up.
+constexpr std::chrono::seconds kLockWait{2};
+
+}  // namespace
+
 using nlohmann::json;
 
 void Supervisor::Impl::load_record(const std::string& id) {
@@ -170,7 +180,15 @@ Status Supervisor::Impl::load() {
   std::string lock_path = opts.state_dir + "/lock";
   lock_fd.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!lock_fd) return error_from_errno(errno, "open " + lock_path);
-  if (::flock(lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
+  // A daemon that is exiting (its mount just went: `fusermount3 -u`) lets go
+  // of the lock within milliseconds; a restart right behind it waits for
+  // that rather than fail. A live one holds it: refused after the wait.
+  const auto give_up = std::chrono::steady_clock::now() + kLockWait;
+  bool locked;
+  while (!(locked = ::flock(lock_fd.get(), LOCK_EX | LOCK_NB) == 0) && errno == EWOULDBLOCK &&
+         std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!locked) {
     auto holder = read_file(lock_path);
     std::string who = holder.ok() && holder.value() ? *holder.value() : "?";
     while (!who.empty() && (who.back() == '\n')) who.pop_back();

@@ -2,6 +2,7 @@
 // serves them again. Also: one daemon per state directory and mount point.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <string>
@@ -20,6 +21,22 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 bool blocked_in_fuse(pid_t pid) {
   auto w = read_file("/proc/" + std::to_string(pid) + "/wchan").data;
   return w.find("fuse") != std::string::npos || w.find("request_wait") != std::string::npos;
+}
+
+TEST_F(RestartTest, ARestartAtOnceAfterKillNineWhileAShellSitsInTheMount) {
+  // A shell whose working directory is in the tree keeps the dead mount
+  // busy; the kernel still answers stat() of it from its attribute cache
+  // for a while. The next daemon must see it dead all the same, at once.
+  const pid_t holder = spawn_bg("cd \"$MNT/procs\" && exec sleep 30");
+  ASSERT_TRUE(wait_until([&] { return read_file("/proc/" + std::to_string(holder) + "/cmdline").data.rfind("sleep", 0) == 0; }, 5s));
+  struct stat st {};
+  ASSERT_EQ(::stat(mnt_.c_str(), &st), 0);  // fresh in the attribute cache
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  EXPECT_TRUE(start_daemon()) << daemon_log();
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 1);
+  EXPECT_FALSE(start("echo back").empty());
+  ::kill(holder, SIGKILL);
+  wait_bg(holder, 5s);
 }
 
 TEST_F(RestartTest, KillNineThenRestart) {
@@ -279,6 +296,23 @@ TEST_F(RestartTest, FilesOpenAtUnmountAreFreed) {
   ::close(file);
   ::close(dir);
   EXPECT_EQ(daemon_log().find("LeakSanitizer"), std::string::npos) << daemon_log();
+}
+
+TEST_F(RestartTest, ARestartRightAfterAnUnmountWaitsForTheOldDaemonToLetGo) {
+  // The daemon that `fusermount3 -u` ends holds the state directory a few
+  // milliseconds more; the next one, started at once, waits for it.
+  const std::string a = start("sleep 30");
+  ASSERT_FALSE(a.empty());
+  for (int i = 0; i < 5; ++i) {
+    const pid_t old = daemon_pid();
+    auto r = run_argv({"fusermount3", "-u", mnt_}, 10);
+    ASSERT_EQ(r.code, 0) << r.err;
+    ASSERT_TRUE(start_daemon()) << daemon_log();
+    int status = 0;
+    EXPECT_EQ(::waitpid(old, &status, 0), old);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    EXPECT_EQ(status_json(a)["running"], true);
+  }
 }
 
 TEST_F(RestartTest, SecondDaemonOnTheSameStateDirIsRefused) {
