@@ -21,12 +21,15 @@ namespace fsd {
 
 namespace {
 
-/// Masks every string in `j` (defence in depth: the record masks its fields already).
-void mask_strings(nlohmann::json& j, const Filesystem& fs, const std::string& id) {
+/// Masks every string in `j` (defence in depth: the record masks its fields
+/// already) but the record's names: its bgId and logPath are what `ls procs`
+/// shows as they are, and masked they would name no record.
+void mask_strings(nlohmann::json& j, const Filesystem& fs, const std::string& id, bool top = true) {
   if (j.is_string()) {
     j = fs.mask(j.get_ref<const std::string&>(), id);
   } else if (j.is_structured()) {
-    for (auto& v : j) mask_strings(v, fs, id);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!(top && j.is_object() && (it.key() == "bgId" || it.key() == "logPath"))) mask_strings(*it, fs, id, false);
   }
 }
 
@@ -168,7 +171,7 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
   step.bg_id = id;
   step.ok = true;
   if (st) {
-    step.cwd = st->cwd;
+    step.cwd = st->cwd;  // masked by the snapshot, like the note
     step.note = mask(st->note, id);
     step.client = st->client;
   }
@@ -189,7 +192,7 @@ void Filesystem::note_refused_start(const std::string& request, sup::Errc code, 
   step.summary = request;
   step.ok = false;
   step.error = sup::BoxStep::Refusal{errno_name(code), reason};
-  step.cwd = who.cwd();
+  step.cwd = mask(who.cwd(), "");
   step.client = who.client;
   box_steps_->add(std::move(step));
 }

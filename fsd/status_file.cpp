@@ -10,6 +10,8 @@
 // first, with how they ended); `status.json,tailBytes=N` gives each entry
 // (root) or the record (procs/ID) a `logTail` of the last N bytes of its log.
 #include <algorithm>
+#include <functional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "fsd/files.hpp"
@@ -134,6 +136,7 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
     summary_pieces(fs, st, head, rest);
   };
   std::vector<std::string> work_dirs;
+  std::unordered_map<std::string, std::string> work_dir_of;  // a working directory's (first) record
   std::string head, rest;
   for (const Item& item : order) {
     const std::size_t mark = procs.size();
@@ -151,14 +154,36 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
     procs += rest;
     tail(st, procs);
     procs += '}';
-    if (work_dirs.size() < kMaxWorkDirs && !st.cwd.empty() &&
-        std::find(work_dirs.begin(), work_dirs.end(), st.cwd) == work_dirs.end())
-      work_dirs.push_back(st.cwd);
+    if (work_dirs.size() < kMaxWorkDirs && !st.work_dir.empty() &&
+        std::find(work_dirs.begin(), work_dirs.end(), st.work_dir) == work_dirs.end()) {
+      work_dirs.push_back(st.work_dir);
+      work_dir_of.emplace(st.work_dir, st.bg_id);
+    }
   }
   if (all && list && !owner) fs.ended_lines().keep_only(ended);
   nlohmann::json measured = nlohmann::json::array();
   nlohmann::json not_measured = nlohmann::json::array();
-  if (wants("workDirSizes") || wants("notMeasured")) fs.work_dir_sizes().report(work_dirs, measured, not_measured);
+  if (wants("workDirSizes") || wants("notMeasured")) {
+    fs.work_dir_sizes().report(work_dirs, measured, not_measured);
+    // A working directory's path and the names in it are its record's
+    // strings: masked with its secrets, as its cwd is.
+    std::string id;
+    const std::function<void(nlohmann::json&)> mask = [&](nlohmann::json& v) {
+      if (v.is_string()) {
+        v = fs.mask(v.get_ref<const std::string&>(), id);
+      } else if (v.is_structured()) {
+        for (auto& e : v) mask(e);
+      }
+    };
+    for (nlohmann::json* list : {&measured, &not_measured})
+      for (nlohmann::json& item : *list) {
+        const auto path = item.find("path");
+        const auto of = path != item.end() && path->is_string() ? work_dir_of.find(path->get<std::string>())
+                                                                 : work_dir_of.end();
+        id = of == work_dir_of.end() ? std::string() : of->second;
+        mask(item);
+      }
+  }
   procs += procs.size() == 1 ? "]" : "\n  ]";
   nlohmann::json j = {
       {"supervisor",

@@ -22,7 +22,8 @@ struct CommandStatus {
   std::string cmd;            ///< first 120 chars, secrets masked
   std::string cmd_full;       ///< the whole command, secrets masked
   std::vector<std::string> argv;  ///< secrets masked
-  std::string cwd;
+  std::string cwd;             ///< secrets masked
+  std::string work_dir;        ///< the cwd as it is (what is measured), never shown
   pid_t pid = 0;
   std::string started_at;     ///< ISO-8601 UTC, ms; empty when not started
   std::string finished_at;    ///< empty while running

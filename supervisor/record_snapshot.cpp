@@ -52,7 +52,8 @@ CommandStatus Supervisor::Impl::snapshot(const Record& r) const {
     s.cmd_full = mask_secrets(full, secrets);
     s.cmd = std::string(utf8_head(s.cmd_full, s.cmd_full.size(), 120));  // characters, not bytes
     for (auto& a : sp.effective_argv()) s.argv.push_back(mask_secrets(a, secrets));
-    s.cwd = sp.cwd;
+    s.cwd = mask_secrets(sp.cwd, secrets);
+    s.work_dir = sp.cwd;
   }
   s.restart = restart_policy_name(r.spec ? r.spec->restart : RestartPolicy::no);
   s.restarts = r.monitor.restarts;

@@ -1,5 +1,8 @@
 // Secrets never come out of the log views: masked byte for byte, whatever
 // the read offset, even when the command wrote a secret in two pieces.
+#include <fcntl.h>
+#include <signal.h>
+
 #include <string>
 
 #include "sbxfs_fixture.hpp"
@@ -8,6 +11,40 @@ namespace sbxit {
 namespace {
 
 using SecretsTest = SbxfsTest;
+
+TEST_F(SecretsTest, BothStatusFilesAndTheStepsMaskAWorkingDirectoryAndKeepTheName) {
+  const std::string g = "g7-global-secret";
+  ASSERT_EQ(write_file(dir_ + "/secrets", "KEY=" + g + "\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
+  ASSERT_EQ(kill_daemon(SIGTERM), 0);
+  ASSERT_TRUE(start_daemon({"--secrets-file", dir_ + "/secrets"})) << daemon_log();
+  for (const char* d : {"/g7-global-secret", "/r9-own-secret"}) ASSERT_EQ(mkdir_errno(dir_ + d), 0);
+  ASSERT_EQ(start(R"({"cmd": "sleep 30", "name": "cw", "cwd": ")" + dir_ + "/" + g + "\"}"), "cw");
+  ASSERT_EQ(start(R"({"cmd": "sleep 30", "name": "own", "cwd": ")" + dir_ +
+                  R"(/r9-own-secret", "secretEnv": {"T": "r9-own-secret"}})"),
+            "own");
+  const json one = status_json("cw");
+  EXPECT_EQ(one["cwd"], dir_ + "/****");
+  EXPECT_EQ(status_json("own")["cwd"], dir_ + "/****");
+  // The root's list, with every field and the working directories' sizes.
+  const std::string root = file("status.json,all");
+  for (const std::string& secret : {g, std::string("r9-own-secret")}) {
+    EXPECT_EQ(root.find(secret), std::string::npos) << root;
+    EXPECT_EQ(file("steps.json").find(secret), std::string::npos) << file("steps.json");
+  }
+  const json listed = parse_json(root);
+  ASSERT_TRUE(listed["procs"].is_array()) << root;
+  for (const json& p : listed["procs"]) EXPECT_EQ(p["cwd"], dir_ + "/****") << p.dump();
+  // A record named like a secret keeps its name in both views, as
+  // `ls procs` shows it: masked, it would name no record.
+  ASSERT_EQ(start(R"({"cmd": "true", "name": ")" + g + "\"}"), g);
+  const json named = status_json(g);
+  EXPECT_EQ(named["bgId"], g);
+  EXPECT_EQ(named["logPath"], mnt_ + "/procs/" + g + "/log");
+  bool found = false;
+  const json again = parse_json(file("status.json,all"));
+  for (const json& p : again["procs"]) found = found || p["bgId"] == g;
+  EXPECT_TRUE(found) << file("status.json,all");
+}
 
 TEST_F(SecretsTest, LogViewsMaskSecretsAtEveryOffset) {
   const std::string secret = "hunter2-Very-Secret";
