@@ -223,6 +223,11 @@ int create_command_cgroup(const CgroupHierarchy& h, const std::string& name, Cgr
   return e;
 }
 
+void hold_cgroup_hierarchy(const CgroupHierarchy& h) {
+  struct stat st {};
+  if (!h.subtree.empty() && ::stat(h.subtree.c_str(), &st) == 0) ::mkdir((h.subtree + kHold).c_str(), 0755);
+}
+
 void release_cgroup_hierarchy(const CgroupHierarchy& h) {
   if (h.subtree.empty()) return;
   ::rmdir((h.subtree + kHold).c_str());

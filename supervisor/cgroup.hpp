@@ -43,6 +43,10 @@ struct CgroupHierarchy {
 /// base/daemon first, as cgroup v2's no-internal-process rule requires.
 std::optional<CgroupHierarchy> find_cgroup_hierarchy(const std::string& mode, const std::string& key,
                                                      std::string* why);
+/// Makes `live` again in a subtree that commands taken back at a restart
+/// hold (the last daemon removed it at its exit): else the subtree would go
+/// with the last of them, under this daemon, and a start make it anew.
+void hold_cgroup_hierarchy(const CgroupHierarchy& h);
 /// Removes `live`, and the subtree when nothing else is left in it (at shutdown).
 void release_cgroup_hierarchy(const CgroupHierarchy& h);
 /// A short stable name for `text` (the state directory): 16 hex digits.

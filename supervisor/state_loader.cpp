@@ -266,6 +266,7 @@ Status Supervisor::Impl::load() {
   std::lock_guard g(mu);
   for (auto& id : ids) load_record(id);
   sweep_stray_cgroups();
+  if (cgroups) hold_cgroup_hierarchy(*cgroups);
   // Scripts of records that are gone (removed while a daemon crashed).
   std::set<std::string> kept;
   for (auto& [id, r] : records)

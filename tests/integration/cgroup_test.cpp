@@ -270,6 +270,22 @@ TEST_F(CgroupTest, ADaemonKilledWithNineTakesItsCommandsBack) {
   EXPECT_TRUE(wait_until([&] { return !exists(cg); }, 5s));
 }
 
+TEST_F(CgroupTest, TheSubtreeIsHeldWhileTheDaemonThatTookItsCommandsBackRuns) {
+  // The daemon that ends removes `live`; its commands hold the subtree. The
+  // next one holds it again: it does not go with their last one.
+  const std::string id = start("sleep 60");
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(kill_daemon(SIGTERM), 0);
+  EXPECT_FALSE(exists(subtree_ + "/live"));
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  EXPECT_TRUE(exists(subtree_ + "/live"));
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string cg = status_json(id)["cgroup"];
+  EXPECT_TRUE(wait_until([&] { return !exists(cg); }, 5s));
+  EXPECT_TRUE(exists(subtree_ + "/live"));
+}
+
 TEST_F(CgroupTest, ARestartedDaemonNeverReusesTheNameOfACgroupItTookBack) {
   // The first start of each daemon: counted from 1 by both, the names met,
   // and the old monitor's removal (or the daemon's, of what it left) could
