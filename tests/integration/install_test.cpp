@@ -35,6 +35,21 @@ class InstallTest : public SbxfsTest {
   }
 };
 
+TEST_F(InstallTest, ADaemonCopiedAloneFindsSbxStepWhereItWasBuilt) {
+  // sbxfs and its monitor copied to a folder of their own, without
+  // sbx-step: the commands still find it, in the build's bin folder.
+  const std::string script =
+      "set -e; B=\"$T/alone\"; M=\"$T/m3\"; mkdir -p \"$B\" \"$M\"; "
+      "cp '" + kBin + "/sbxfs' '" + kBin + "/sbxfs-monitor' \"$B\"/; "
+      "trap 'fusermount3 -u \"$M\" 2>/dev/null || fusermount3 -uz \"$M\" 2>/dev/null' EXIT; "
+      "\"$B/sbxfs\" --state-dir \"$T/s3\" \"$M\"; "
+      "exec 3<>\"$M/cmd\"; echo 'command -v sbx-step' >&3; read -r id <&3; exec 3>&-; "
+      "cat \"$M/procs/$id/wait\" > /dev/null; cat \"$M/procs/$id/log\"";
+  const RunResult r = run(script, 30);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, kBin + "/sbx-step\n") << r.err;
+}
+
 TEST_F(InstallTest, MountHelperStartsTheDaemonWithMountOptions) {
   // mount.fuse3 runs `sbxfs none M -o rw,state_dir=S,...`: a source
   // argument, the state directory as an -o option, and mount's own flags.
