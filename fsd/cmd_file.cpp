@@ -93,7 +93,7 @@ class CmdHandle : public Handle {
     wrote_ = true;
     if (starting_) {
       fs_.errors().add(path(), EBUSY, "a start is under way on this open file: write the next request after it answered",
-                       fs_.mask(data.substr(0, ErrorLog::kRequestChars), ""), slot_);
+                       masked(data, secrets_of(data)), slot_);
       return Reply::error(EBUSY);
     }
     if (too_big_) return Reply::error(E2BIG);  // the rest of a rejected oversized write
@@ -103,15 +103,23 @@ class CmdHandle : public Handle {
       // part was refused (the writer got the first parts' count and writes
       // the rest again, from where the refused part began): the same
       // answer, no second line in `errors`, and never a request of its own.
-      if (rejected_error_ && (data == rejected_ || refused_rest(data, off))) return Reply::fail(*rejected_error_);
       // Blanks after a request (a JSON request's newline written apart, by
       // `dd bs=1` or a printf of "...}\n\n"): no request, and no error for a
       // command that did start.
       if (is_blank(data)) return Reply::written(data.size());
+      if (rejected_error_ && (data == rejected_ || refused_rest(data, off))) return Reply::fail(*rejected_error_);
+      if (called_off_ && refused_rest(data, off)) {
+        fs_.errors().add(path(), ECANCELED,
+                         "the rest of a request that a signal called off, which is no request of its own: "
+                         "write the whole request again",
+                         masked(data, secrets_of(data)), slot_);
+        return Reply::error(ECANCELED);
+      }
       buf_.clear();
       done_ = false;
       rejected_error_.reset();
       refused_part_.reset();
+      called_off_ = false;
     }
     if (buf_.size() + data.size() > fs_.config().max_request) {
       // Keep refusing on this open file until close: the kernel may send the
@@ -269,19 +277,43 @@ class CmdHandle : public Handle {
   /// Returns `refused`.
   sup::Error finish_rejected(const sup::Error& refused, off_t at, const Requester* who = nullptr) {
     std::optional<Part> part = std::move(split_part_);
-    std::vector<std::string> secrets = request_secrets(buf_);
-    for (std::string& s : fs_.sup().secrets(slot_)) secrets.push_back(std::move(s));
-    // However the request's JSON escapes spell a secret, it is found.
-    const std::string request = sup::mask_secrets_in_json(buf_, secrets);
+    const std::vector<std::string> secrets = secrets_of(buf_);
+    const std::string request = masked(buf_, secrets);
     std::string rejected = buf_;
     const std::string shown =
         fs_.errors().add(path(), refused.code, sup::mask_secrets(refused.message, secrets), request, slot_);
-    if (who) fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown, *who);
+    if (who) fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown, *who, secrets);
     finish(std::string("error: ") + errno_name(refused.code) + ": " + shown + "\n", at);
+    if (refused.code == sup::Errc::interrupted) {
+      // Called off by a signal. Written again whole (a writer retries an
+      // interrupted write: Python, dd), it starts anew, not the same EINTR
+      // forever. The rest of a split write(2), written again after the
+      // short count, is no request of its own and cannot finish this one
+      // (its first pieces are gone): refused with ECANCELED.
+      if (part) {
+        refused_part_ = std::move(part);
+        called_off_ = true;
+      }
+      return refused;
+    }
     rejected_ = std::move(rejected);
     rejected_error_ = refused;
     refused_part_ = std::move(part);
     return refused;
+  }
+
+  /// The secrets a request's text is shown without: its own secretEnv (if it
+  /// parses), the slot's and the global ones.
+  std::vector<std::string> secrets_of(std::string_view request) const {
+    std::vector<std::string> secrets = request_secrets(request);
+    for (std::string& s : fs_.sup().secrets(slot_)) secrets.push_back(std::move(s));
+    return secrets;
+  }
+
+  /// `request` as errors and the steps show it: masked however its JSON
+  /// escapes spell a secret.
+  static std::string masked(std::string_view request, const std::vector<std::string>& secrets) {
+    return sup::mask_secrets_in_json(request, secrets);
   }
 
   /// Whether a write at `off` is the writer's second try of the rest of a
@@ -332,6 +364,7 @@ class CmdHandle : public Handle {
   };
   std::optional<Part> split_part_;    // guarded by mu_: of the request being started
   std::optional<Part> refused_part_;  // guarded by mu_: of the request last refused, if it was one
+  bool called_off_ = false;           // guarded by mu_: that request was interrupted (EINTR), not refused
   off_t end_ = 0;               // guarded by mu_: file offset after the last buffered write
   off_t answer_at_ = 0;         // guarded by mu_: the file offset where answer_ begins
 };

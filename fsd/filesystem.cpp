@@ -15,6 +15,7 @@
 #include "fsd/session_key.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/log_view.hpp"
+#include "supervisor/secrets.hpp"
 #include "supervisor/utf8.hpp"
 
 namespace fsd {
@@ -186,13 +187,13 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
 }
 
 void Filesystem::note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
-                                    const Requester& who) {
+                                    const Requester& who, const std::vector<std::string>& secrets) {
   sup::BoxStep step;
   step.kind = "start";
   step.summary = request;
   step.ok = false;
   step.error = sup::BoxStep::Refusal{errno_name(code), reason};
-  step.cwd = mask(who.cwd(), "");
+  step.cwd = mask(sup::mask_secrets(who.cwd(), secrets), "");
   step.client = who.client;
   box_steps_->add(std::move(step));
 }

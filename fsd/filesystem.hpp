@@ -127,9 +127,10 @@ class Filesystem {
   /// exitCode, signal, timedOut).
   void note_action(std::string kind, const std::string& summary, const std::string& id,
                    const sup::CommandStatus* st = nullptr);
-  /// A start refused with `code` for `reason`; `request` masked by the caller.
+  /// A start refused with `code` for `reason`; `request` masked by the
+  /// caller, the writer's cwd here with `secrets` (the request's own among them).
   void note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
-                          const Requester& who);
+                          const Requester& who, const std::vector<std::string>& secrets);
 
   /// The node of `ino`; ENOENT when it names nothing (any more) or nothing `who` may see.
   sup::Result<Node> resolve(fuse_ino_t ino, const Requester& who);

@@ -44,6 +44,12 @@ TEST_F(SecretsTest, BothStatusFilesAndTheStepsMaskAWorkingDirectoryAndKeepTheNam
   const json again = parse_json(file("status.json,all"));
   for (const json& p : again["procs"]) found = found || p["bgId"] == g;
   EXPECT_TRUE(found) << file("status.json,all");
+  // A refused start's step shows the writer's working directory, masked
+  // with the request's own secrets too.
+  ASSERT_EQ(mkdir_errno(dir_ + "/q5-own-secret"), 0);
+  const RunResult r = bash(R"(cd "$T/q5-own-secret" && echo '{"cmd": "true", "name": "cw", "secretEnv": {"T": "q5-own-secret"}}' > "$MNT/cmd")");
+  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(file("steps.json").find("q5-own-secret"), std::string::npos) << file("steps.json");
 }
 
 TEST_F(SecretsTest, LogViewsMaskSecretsAtEveryOffset) {

@@ -2,6 +2,7 @@
 // server is SIGSTOPped, so every start waits for its monitor), every other
 // file answers at once; the starts complete when it goes on, time out with
 // ETIMEDOUT, or are called off by an interrupt, leaving nothing behind.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -165,6 +166,70 @@ TEST_F(StartParkingTest, CtrlCOfAStuckStartReturnsAtOnceAndNothingIsStarted) {
   drain_server();
   EXPECT_NE(stat_errno(dir_ + "/ran"), 0) << "the interrupted command ran";
   EXPECT_EQ(procs().size(), 1u);
+}
+
+TEST_F(StartParkingTest, TheRestOfASplitWriteThatASignalCalledOffIsNoRequest) {
+  stop_server();
+  // A request over 1 MiB reaches the daemon in two pieces; the second one's
+  // start hangs and a signal calls it off: write(2) returns the first
+  // piece's count. The rest, written again, would run as shell text that
+  // touches the flag: it is refused (ECANCELED), and nothing runs.
+  RunResult r = python(
+      "import os, json, signal, errno\n"
+      "signal.signal(signal.SIGALRM, lambda *a: None)\n"
+      "flag = os.environ['T'] + '/ran'\n"
+      "data = json.dumps({'cmd': 'echo ' + 'x' * 1200000, 'note': '; touch ' + flag + ' #'}).encode()\n"
+      "fd = os.open(os.environ['MNT'] + '/cmd', os.O_RDWR)\n"
+      "signal.setitimer(signal.ITIMER_REAL, 0.3)\n"
+      "n = os.write(fd, data)\n"
+      "print('short count:', 0 < n < len(data))\n"
+      "try:\n"
+      "    os.write(fd, data[n:])\n"
+      "    print('rest: written')\n"
+      "except OSError as e:\n"
+      "    print('rest:', errno.errorcode[e.errno])\n"
+      "os.close(fd)\n",
+      20);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "short count: True\nrest: ECANCELED\n");
+  const std::vector<json> errs = errors();
+  ASSERT_GE(errs.size(), 2u);
+  EXPECT_EQ(errs[errs.size() - 2]["errno"], "EINTR") << errs[errs.size() - 2].dump();
+  EXPECT_EQ(errs.back()["errno"], "ECANCELED") << errs.back().dump();
+  cont_server();
+  drain_server();
+  EXPECT_NE(stat_errno(dir_ + "/ran"), 0) << "the rest of the called-off request ran";
+  EXPECT_EQ(procs().size(), 1u) << "only drain_server's";
+}
+
+TEST_F(StartParkingTest, AWriteThatPythonRetriesAfterASignalStartsTheCommandOnce) {
+  stop_server();
+  // A handler that does not raise: Python writes the same bytes again after
+  // the EINTR (PEP 475). That second write starts the command, once; it is
+  // no repeat of a refused request, whose answer would be EINTR forever.
+  ASSERT_EQ(write_file(dir_ + "/w.py",
+                       "import os, signal\n"
+                       "signal.signal(signal.SIGALRM, lambda *a: None)\n"
+                       "fd = os.open(os.environ['MNT'] + '/cmd', os.O_RDWR)\n"
+                       "signal.setitimer(signal.ITIMER_REAL, 0.3)\n"
+                       "os.write(fd, b'echo again\\n')\n"
+                       "print(os.read(fd, 100).decode().strip())\n",
+                       O_WRONLY | O_CREAT | O_TRUNC),
+            0);
+  const pid_t writer = spawn_bg(python_path() + " \"$T/w.py\"", dir_ + "/w.out");
+  ASSERT_TRUE(wait_until([&] {
+    const std::vector<json> errs = errors();
+    return !errs.empty() && errs.back()["errno"] == "EINTR";
+  }, 10s));
+  cont_server();
+  ASSERT_EQ(wait_bg(writer, 20s), 0) << read_file(dir_ + "/w.out").data;
+  std::string id = read_file(dir_ + "/w.out").data;
+  ASSERT_FALSE(id.empty());
+  id.pop_back();
+  ASSERT_TRUE(is_auto_id(id)) << id;
+  EXPECT_EQ(wait_json(id)["proc"]["exitCode"], 0);
+  EXPECT_EQ(log(id), "again\n");
+  EXPECT_EQ(procs(), std::vector<std::string>{id});
 }
 
 TEST_F(StartParkingTest, AHandledSignalFailsTheWriteWithEintrAndARetryStartsAnew) {
