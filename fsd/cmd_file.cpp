@@ -98,15 +98,15 @@ class CmdHandle : public Handle {
     }
     if (too_big_) return Reply::error(E2BIG);  // the rest of a rejected oversized write
     if (done_) {
+      // Blanks after a request (a JSON request's newline written apart, by
+      // `dd bs=1` or a printf of "...}\n\n"): no request, and no error for a
+      // command that did start.
+      if (is_blank(data)) return Reply::written(data.size());
       // The rejected bytes again (Python's buffered writer retries them at
       // close), or the rest of a write(2) the kernel split and whose last
       // part was refused (the writer got the first parts' count and writes
       // the rest again, from where the refused part began): the same
       // answer, no second line in `errors`, and never a request of its own.
-      // Blanks after a request (a JSON request's newline written apart, by
-      // `dd bs=1` or a printf of "...}\n\n"): no request, and no error for a
-      // command that did start.
-      if (is_blank(data)) return Reply::written(data.size());
       if (rejected_error_ && (data == rejected_ || refused_rest(data, off))) return Reply::fail(*rejected_error_);
       if (called_off_ && refused_rest(data, off)) {
         fs_.errors().add(path(), ECANCELED,
