@@ -16,7 +16,8 @@
 // "error: ERRNO: reason\n", is then readable from the same open file. The
 // reader's file position is where that write left it (after it if it
 // succeeded, at it if it failed), so the answer is served from that offset
-// on. A rejected request also goes to `errors`. The next write on the file
+// on, or from where its first read begins when that is before (a seek back
+// to 0). A rejected request also goes to `errors`. The next write on the file
 // starts a new request; one of blanks alone is taken and ignored, and one
 // that repeats the refused bytes is refused again: the whole request (a
 // buffered writer's retry), or the rest of a write(2) the kernel split
@@ -194,8 +195,15 @@ class CmdHandle : public Handle {
   }
 
   /// The answer of the last request, as a read at `off` sees it. Holds mu_.
-  Reply answer(std::size_t size, off_t off) const {
-    // A read from before the answer's place (pread at 0) gets it from the start.
+  Reply answer(std::size_t size, off_t off) {
+    // It starts where the writes left the file; a first read of it from
+    // before that place (Python's seek(0) after its write, a pread at 0)
+    // moves it there, so that the reads after that one go on from where it
+    // stopped, and never serve its end twice.
+    if (!answer_read_) {
+      answer_read_ = true;
+      answer_at_ = std::min(answer_at_, off);
+    }
     const off_t rel = off >= answer_at_ ? off - answer_at_ : off;
     return Reply::slice(answer_, rel, size);
   }
@@ -329,6 +337,7 @@ class CmdHandle : public Handle {
     split_part_.reset();
     answer_ = std::move(answer);
     answer_at_ = at;
+    answer_read_ = false;
     buf_.clear();
     done_ = true;
   }
@@ -367,6 +376,7 @@ class CmdHandle : public Handle {
   bool called_off_ = false;           // guarded by mu_: that request was interrupted (EINTR), not refused
   off_t end_ = 0;               // guarded by mu_: file offset after the last buffered write
   off_t answer_at_ = 0;         // guarded by mu_: the file offset where answer_ begins
+  bool answer_read_ = false;    // guarded by mu_: a read of answer_ came (it fixed answer_at_)
 };
 
 }  // namespace

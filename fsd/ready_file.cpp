@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 
@@ -62,9 +63,15 @@ class ReadyHandle : public BlockingReadHandle {
   Reply read(fuse_req_t req, std::size_t size, off_t off) override {
     if (Reply r = decide(); r.type() == Reply::Type::error) return r;
     // Read back after writes on the same open file, the offset counts the
-    // bytes written too: the answer starts after them.
-    const auto written = static_cast<off_t>(written_.load());
-    return BlockingReadHandle::read(req, size, off >= written ? off - written : off);
+    // bytes written too: the answer starts after them, or where its first
+    // read begins when that is before (Python's seek(0) after its write),
+    // so that the reads after that one go on from where it stopped.
+    off_t at = answer_at_.load();
+    if (at < 0) {
+      answer_at_.compare_exchange_strong(at, std::min(off, static_cast<off_t>(written_.load())));
+      at = answer_at_.load();
+    }
+    return BlockingReadHandle::read(req, size, off >= at ? off - at : off);
   }
 
   bool would_block() override {
@@ -170,6 +177,7 @@ class ReadyHandle : public BlockingReadHandle {
 
   std::atomic<bool> too_big_{false};  // refusing the rest of an oversized line until close
   std::atomic<std::uint64_t> written_{0};  // bytes written on this open file
+  std::atomic<off_t> answer_at_{-1};       // where the answer begins in the file, once a read came
   const std::size_t tail_bytes_;        // 0: no logTail
   const bool readable_;                 // opened for reading: a write may be read back
   const std::string name_;              // with its keys, for `errors`

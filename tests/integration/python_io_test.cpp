@@ -203,6 +203,33 @@ print(os.listdir(m + '/procs'))
   EXPECT_EQ(r.out, "True\nTrue\nENOENT\n[]\n");
 }
 
+TEST_F(PythonIoTest, AnAnswerReadBackFromTheStartComesOnce) {
+  // open(..., 'r+'), write, seek(0), read(): the answer from its start,
+  // then end of file; never its end a second time.
+  ASSERT_EQ(start(R"({"cmd": "echo ready1; sleep 30", "name": "rd"})"), "rd");
+  ASSERT_TRUE(wait_until([&] { return log("rd") == "ready1\n"; }, 5s));
+  auto r = python(R"(
+import os, json
+m = os.environ['MNT']
+with open(m + '/procs/rd/ready', 'r+') as f:
+    f.write('log ^ready1$\n'); f.flush(); f.seek(0)
+    print(json.loads(f.read())['ready'])
+fd = os.open(m + '/cmd', os.O_RDWR)
+try:
+    os.write(fd, b'{"cmd": "true", "bogus": 1}')
+except OSError:
+    pass
+os.lseek(fd, 0, os.SEEK_SET)
+answer = b''
+while chunk := os.read(fd, 16):
+    answer += chunk
+os.close(fd)
+print(answer.decode().startswith('error: EINVAL: unknown key'), answer.count(b'\n'))
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "True\nTrue 1\n");
+}
+
 TEST_F(PythonIoTest, StopAndSignalFromPython) {
   auto r = python(R"(
 import os, json, time
