@@ -148,10 +148,15 @@ int LogIndex::open(const std::string& dir) {
   std::size_t got = 0;
   if (int err = pread_all(ifd.get(), h, sizeof h, 0, &got)) return err;
   // The monitor makes the file, then writes the header with one write,
-  // before the log exists: a short one is an index just made (or torn, and
-  // about to go), none yet; another header is no index of ours.
-  if (got != sizeof h) return ENOENT;
-  if (std::memcmp(h, kIndexMagic, sizeof kIndexMagic) != 0) return EBADMSG;
+  // then makes the log: a short header without a log is an index just made
+  // (or torn, and about to go), none yet; with a log, read again (written
+  // since), it is a damaged one.
+  if (got != sizeof h) {
+    struct stat log {};
+    if (::stat((dir + "/log").c_str(), &log) != 0) return ENOENT;
+    if (int err = pread_all(ifd.get(), h, sizeof h, 0, &got)) return err;
+  }
+  if (got != sizeof h || std::memcmp(h, kIndexMagic, sizeof kIndexMagic) != 0) return EBADMSG;
   UniqueFd lfd(::open((dir + "/log").c_str(), O_RDONLY | O_CLOEXEC));
   if (!lfd) return errno;
   dir_ = dir;

@@ -79,13 +79,18 @@ TEST_F(LogIndexTest, NoIndexOrNotAnIndex) {
   write_file(tmp_ / "index", "not an index at all");
   write_file(tmp_ / "log", "");
   EXPECT_EQ(idx.open(tmp_.path()), EBADMSG);
-  // Made, its header not written yet (or torn, about to go): none yet, not
-  // a damaged index (a reader between the two got EIO).
+  // Cut inside its header beside a log: damaged.
+  write_file(tmp_ / "index", sup::encode_index_header(7).substr(0, 5));
+  EXPECT_EQ(idx.open(tmp_.path()), EBADMSG);
+  // Made, its header not written yet, and no log yet (or torn, about to
+  // go): none yet, not a damaged index (a reader between the two got EIO).
+  std::filesystem::remove(tmp_ / "log");
   write_file(tmp_ / "index", "");
   EXPECT_EQ(idx.open(tmp_.path()), ENOENT);
   write_file(tmp_ / "index", sup::encode_index_header(7).substr(0, 5));
   EXPECT_EQ(idx.open(tmp_.path()), ENOENT);
   write_file(tmp_ / "index", sup::encode_index_header(7));
+  write_file(tmp_ / "log", "");
   EXPECT_EQ(idx.open(tmp_.path()), 0);
 }
 
