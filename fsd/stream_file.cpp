@@ -235,6 +235,7 @@ class StreamHandle : public FollowedReadHandle {
         buf.size() < hi - mlo)
       return false;
     if (!secrets_.empty()) {
+      if (sel_ == sup::LogSelection::all) sup::mask_secrets_of_streams(index_, mlo, buf, secrets_);
       sup::mask_secrets_in_place(buf, secrets_);
       if (after_gap || before_gap) {
         std::string mid = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));

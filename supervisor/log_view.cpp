@@ -33,6 +33,21 @@ void mask_secret_starts(std::string& b, const std::vector<std::string>& secrets)
       }
 }
 
+/// The number of the kept chunk that holds byte `pos` of the whole log.
+std::uint64_t chunk_holding(const LogIndex& index, std::uint64_t pos) {
+  std::uint64_t a = 0, b = index.head_chunks();
+  if (pos >= index.head_size(LogSelection::all)) {
+    a = index.kept_from();
+    b = index.end();
+  }
+  while (b - a > 1) {
+    const std::uint64_t mid = a + (b - a) / 2;
+    if (index.position(mid, LogSelection::all) <= pos) a = mid;
+    else b = mid;
+  }
+  return a;
+}
+
 }  // namespace
 
 void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap) {
@@ -125,6 +140,7 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
       break;
     }
     if (!secrets_.empty()) {
+      if (sel_ == LogSelection::all) mask_secrets_of_streams(index, lo, bytes, secrets_);
       if (masking_ == Masking::bytes) mask_secrets_in_place(bytes, secrets_);
       if (lo == p.pos && i > 0) mask_secret_ends(bytes, secrets_);
       if (end != kOpen && lo + bytes.size() == piece_last) mask_secret_starts(bytes, secrets_);
@@ -134,6 +150,52 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
     if (got < want) break;
   }
   return 0;
+}
+
+void mask_secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::string& bytes,
+                             const std::vector<std::string>& secrets) {
+  std::size_t reach = 0;
+  for (const std::string& s : secrets) reach = std::max(reach, s.size() > 0 ? s.size() - 1 : 0);
+  // Where each stream's chunks lie in [lo, hi) of the log, and where in
+  // their own stream: a secret one stream wrote in pieces may have the
+  // other's output between them here.
+  struct Run {
+    std::uint64_t at, pos, len;  // in the log, in its stream, how many bytes
+  };
+  std::vector<Run> runs[2];
+  const std::uint64_t hi = lo + bytes.size();
+  for (std::uint64_t n = chunk_holding(index, lo); n < index.end(); ++n) {
+    if (n >= index.head_chunks() && n < index.kept_from()) n = index.kept_from();  // dropped ones
+    const LogChunk* c = index.chunk(n);
+    if (c == nullptr) break;
+    const std::uint64_t at = index.position(n, LogSelection::all);
+    if (at >= hi) break;
+    if (c->stream != LogStream::out && c->stream != LogStream::err) continue;
+    const std::uint64_t from = std::max(at, lo), to = std::min<std::uint64_t>(at + c->length, hi);
+    if (from >= to) continue;
+    const bool err = c->stream == LogStream::err;
+    const std::uint64_t pos = index.position(n, err ? LogSelection::err : LogSelection::out) + (from - at);
+    runs[err].push_back({from, pos, to - from});
+  }
+  // Each stream's own bytes there, with `reach` more of it on each side,
+  // masked, and what they mask masked here too.
+  std::string own;
+  for (int k = 0; k < 2; ++k) {
+    if (runs[k].empty()) continue;
+    const LogSelection sel = k ? LogSelection::err : LogSelection::out;
+    const std::uint64_t first = runs[k].front().pos, last = runs[k].back().pos + runs[k].back().len;
+    std::uint64_t from = first - std::min<std::uint64_t>(reach, first);
+    if (index.read(sel, from, static_cast<std::size_t>(last + reach - from), &own) != 0) continue;
+    if (own.size() < last - from && from < first) {  // what comes before was dropped
+      from = first;
+      if (index.read(sel, from, static_cast<std::size_t>(last + reach - from), &own) != 0) continue;
+    }
+    if (own.size() < last - from) continue;
+    mask_secrets_in_place(own, secrets);
+    for (const Run& r : runs[k])
+      for (std::uint64_t i = 0; i < r.len; ++i)
+        if (own[static_cast<std::size_t>(r.pos - from + i)] == '*') bytes[static_cast<std::size_t>(r.at - lo + i)] = '*';
+  }
 }
 
 bool LogView::locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::size_t max_ranges,

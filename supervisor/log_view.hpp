@@ -8,8 +8,10 @@
 // falls behind sees one marker per gap, never bytes out of place.
 //
 // Secrets are masked byte for byte over a window widened by the longest
-// secret on each side; at a gap, a secret's part on either side is masked
-// too (its other part is gone).
+// secret on each side, in the whole log and, for the whole log, in each
+// stream's own bytes too (a secret written in pieces with the other
+// stream's output between them); at a gap, a secret's part on either side
+// is masked too (its other part is gone).
 //
 // Thread-safety: none; a LogView belongs to one reader, beside its LogIndex.
 #include <cstdint>
@@ -77,6 +79,14 @@ class LogView {
   std::uint64_t served_ = 0;  // how far this reader was given bytes
   int last_ = '\n';           // the last of them (-1: not known)
 };
+
+/// In `bytes`, [lo, ...) of the whole log: masks ('*') the bytes of the
+/// secrets that one stream wrote in pieces with the other stream's output
+/// between them, which the log's own bytes do not show whole (each
+/// stream's own bytes there are masked, with the longest secret's length
+/// more of them on each side).
+void mask_secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::string& bytes,
+                             const std::vector<std::string>& secrets);
 
 /// Masks the parts of secrets cut by a gap: the first bytes of `bytes`
 /// that end a secret (`after_gap`), its last ones that begin one (`before_gap`).

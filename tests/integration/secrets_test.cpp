@@ -86,6 +86,38 @@ print('ok', len(whole))
   EXPECT_NE(read_file(state_ + "/procs/" + id + "/log").data.find(secret), std::string::npos);
 }
 
+TEST_F(SecretsTest, ASecretWrittenInPiecesWithTheOtherStreamBetweenIsMaskedInTheLog) {
+  // stdout writes the secret in two pieces, stderr a line between them: in
+  // the log the pieces are apart, in stdout they are whole.
+  const std::string secret = "Zq7hunter2SECRETvalue9X";
+  const std::string id = start(R"({"cmd": "printf %s Zq7hunt; sleep 0.1; echo progress >&2; sleep 0.1; printf '%s\\n' er2SECRETvalue9X",)"
+                               R"( "secretEnv": {"TOK": ")" + secret + R"("}})");
+  ASSERT_FALSE(id.empty());
+  const json w = wait_json(id);
+  ASSERT_EQ(log(id).size(), secret.size() + std::string("progress\n\n").size()) << log(id);
+  const std::string masked = std::string(7, '*') + "progress\n" + std::string(16, '*') + "\n";
+  EXPECT_EQ(log(id), masked);
+  EXPECT_EQ(file("logs/" + id + ".log"), masked);
+  EXPECT_EQ(file("procs/" + id + "/stdout"), std::string(secret.size(), '*') + "\n");
+  for (const std::string& shown : {file("procs/" + id + "/tail"), w["proc"]["logTail"].get<std::string>(),
+                                   file("procs/" + id + "/log,timestamps")}) {
+    EXPECT_EQ(shown.find("hunt"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("SECRET"), std::string::npos) << shown;
+  }
+  // Every (offset, length) read agrees with the whole.
+  auto r = python(R"PY(
+import os
+p = os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/log'
+whole = open(p, 'rb').read()
+fd = os.open(p, os.O_RDONLY)
+for off in range(len(whole)):
+    for n in (1, 5, 12):
+        assert os.pread(fd, n, off) == whole[off:off + n], off
+print('ok')
+)PY", 60, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
 TEST_F(SecretsTest, ReadinessShowsNoPartOfASecret) {
   // The line holds the secret; the conditions name it or end inside it.
   std::string id = start(R"({"cmd": "echo \"key=$TOKEN ok\"; exec sleep 30", "name": "sr",)"
