@@ -6,7 +6,7 @@
 namespace fsd {
 
 std::unique_ptr<Handle> open_box_steps(Filesystem& fs, const Node&, const OpenRequest&) {
-  return std::make_unique<SnapshotHandle>(dump_json(fs.box_steps().all()));
+  return std::make_unique<SnapshotHandle>(fs.box_steps().all());
 }
 
 }  // namespace fsd

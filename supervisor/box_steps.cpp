@@ -261,9 +261,21 @@ json BoxSteps::latest() const {
   return out;
 }
 
-json BoxSteps::all() const {
-  json out = json::array();
-  for (const BoxStep& s : read_days(day_files())) out.push_back(s.to_json());
+std::string BoxSteps::all() const {
+  // Written a step at a time, as dump(2) writes the whole array: a week of
+  // a busy box is tens of MiB of steps, and the array of them as JSON
+  // objects took six times that in the daemon, for every reader at once.
+  std::string out = "[";
+  const std::vector<BoxStep> steps = read_days(day_files());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    std::string one = steps[i].to_json().dump(2, ' ', false, json::error_handler_t::replace);
+    out += i == 0 ? "\n  " : ",\n  ";
+    for (const char c : one) {
+      out += c;
+      if (c == '\n') out += "  ";  // one level in, inside the array
+    }
+  }
+  out += steps.empty() ? "]\n" : "\n]\n";
   return out;
 }
 

@@ -80,8 +80,9 @@ class BoxSteps {
 
   /// The last kShown steps, oldest first.
   nlohmann::json latest() const;
-  /// Every kept step, oldest first, as a JSON array (read from the files).
-  nlohmann::json all() const;
+  /// Every kept step, oldest first: the text of a JSON array, as dump(2)
+  /// writes it (read from the files).
+  std::string all() const;
 
   /// `text` cut to at most `max` characters (UTF-8 code points), ending in "…" when cut.
   static std::string cut(std::string_view text, std::size_t max = kSummaryChars);

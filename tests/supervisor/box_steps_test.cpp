@@ -49,11 +49,20 @@ TEST_F(BoxStepsTest, LatestShowsTheLastThirtyOldestFirst) {
   ASSERT_EQ(latest.size(), sup::BoxSteps::kShown);
   EXPECT_EQ(latest.front()["bgId"], "c10");
   EXPECT_EQ(latest.back()["bgId"], "c39");
-  EXPECT_EQ(b->all().size(), 40u);
+  EXPECT_EQ(json::parse(b->all()).size(), 40u);
   // Every field of a step, null where it does not apply.
   for (const char* k : {"at", "kind", "summary", "note", "bgId", "cwd", "client", "ms", "ok", "exitCode", "signal",
                         "timedOut", "error"})
     EXPECT_TRUE(latest.back().contains(k)) << k;
+}
+
+TEST_F(BoxStepsTest, AllIsTheArrayAsDumpWritesIt) {
+  auto b = open();
+  EXPECT_EQ(b->all(), "[]\n");
+  for (int i = 0; i < 3; ++i) b->add(step("start", "c" + std::to_string(i), "line\nwith a newline"));
+  const std::string text = b->all();
+  EXPECT_EQ(text, json::parse(text).dump(2) + "\n");
+  EXPECT_EQ(json::parse(text).size(), 3u);
 }
 
 TEST_F(BoxStepsTest, ACompletionFillsTheStepAndSurvivesAReopen) {
@@ -73,7 +82,7 @@ TEST_F(BoxStepsTest, ACompletionFillsTheStepAndSurvivesAReopen) {
     EXPECT_EQ(l[2]["signal"], "SIGTERM");
   }
   auto b = open();
-  json all = b->all();
+  json all = json::parse(b->all());
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0]["exitCode"], -1);
   EXPECT_EQ(all[2]["signal"], "SIGTERM");
@@ -88,8 +97,8 @@ TEST_F(BoxStepsTest, AnOpenStepIsCompletedByTheNextProcess) {
   EXPECT_FALSE(b->has_open("c")) << "a step not open until the end";
   b->complete_ended("b", 0, "", false, sup::now_ms());
   EXPECT_FALSE(b->has_open("b"));
-  EXPECT_EQ(b->all()[0]["ok"], true);
-  EXPECT_EQ(b->all()[0]["exitCode"], 0);
+  EXPECT_EQ(json::parse(b->all())[0]["ok"], true);
+  EXPECT_EQ(json::parse(b->all())[0]["exitCode"], 0);
   EXPECT_EQ(b->latest()[0]["exitCode"], 0);
 }
 
@@ -99,7 +108,7 @@ TEST_F(BoxStepsTest, ARefusedStepKeepsItsError) {
   s.ok = false;
   s.error = sup::BoxStep::Refusal{"EINVAL", "unknown key \"bogus\""};
   b->add(s);
-  json j = open()->all()[0];
+  json j = json::parse(open()->all())[0];
   EXPECT_EQ(j["ok"], false);
   EXPECT_EQ(j["error"]["code"], "EINVAL");
   EXPECT_EQ(j["bgId"], nullptr);
@@ -116,9 +125,9 @@ TEST_F(BoxStepsTest, ATornLastLineIsSkipped) {
     f << "{\"id\": 99, \"at\": \"2026";  // a crash mid-write
   }
   auto b = open();
-  EXPECT_EQ(b->all().size(), 2u);
+  EXPECT_EQ(json::parse(b->all()).size(), 2u);
   b->add(step("start", "c"));
-  EXPECT_EQ(b->all().size(), 3u) << "a later step is still read after the torn line";
+  EXPECT_EQ(json::parse(b->all()).size(), 3u) << "a later step is still read after the torn line";
 }
 
 TEST_F(BoxStepsTest, OldStepsAndDayFilesArePruned) {
@@ -134,11 +143,11 @@ TEST_F(BoxStepsTest, OldStepsAndDayFilesArePruned) {
   struct stat st {};
   EXPECT_NE(::stat(old_file.c_str(), &st), 0) << "the 2020 file is gone";
   b->add(step("start", "now"));
-  EXPECT_EQ(b->all().size(), 1u);
-  EXPECT_TRUE(sbxtest::wait_until([&] { return b->all().empty() && b->latest().empty(); }, 10s));
+  EXPECT_EQ(json::parse(b->all()).size(), 1u);
+  EXPECT_TRUE(sbxtest::wait_until([&] { return json::parse(b->all()).empty() && b->latest().empty(); }, 10s));
   // keep 0: forever.
   auto forever = open(std::chrono::seconds(0));
-  EXPECT_EQ(forever->all().size(), 1u);
+  EXPECT_EQ(json::parse(forever->all()).size(), 1u);
 }
 
 TEST_F(BoxStepsTest, SummariesAreCutAtACharacter) {
