@@ -235,14 +235,19 @@ class StreamHandle : public FollowedReadHandle {
         buf.size() < hi - mlo)
       return false;
     if (!secrets_.empty()) {
-      if (sel_ == sup::LogSelection::all) sup::mask_secrets_of_streams(index_, mlo, buf, secrets_);
+      // As the log's bytes show them, then as each stream's own do (log_view.hpp).
+      const std::vector<bool> apart = sel_ == sup::LogSelection::all
+                                          ? sup::secrets_of_streams(index_, mlo, buf.size(), secrets_)
+                                          : std::vector<bool>();
       sup::mask_secrets_in_place(buf, secrets_);
       if (after_gap || before_gap) {
         std::string mid = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));
         sup::mask_secret_parts(mid, secrets_, after_gap, before_gap);
+        sup::mask_covered(mid, apart, static_cast<std::size_t>(lo - mlo));
         *out = std::move(mid);
         return true;
       }
+      sup::mask_covered(buf, apart, 0);
     }
     *out = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));
     return true;

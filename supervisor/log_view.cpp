@@ -140,10 +140,16 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
       break;
     }
     if (!secrets_.empty()) {
-      if (sel_ == LogSelection::all) mask_secrets_of_streams(index, lo, bytes, secrets_);
-      if (masking_ == Masking::bytes) mask_secrets_in_place(bytes, secrets_);
+      // Masked as the log's bytes show them, then what each stream's own
+      // bytes show too (covered: from the raw bytes as well). Where those
+      // mask anything, byte for byte: "****" for whole ones could not keep
+      // both.
+      const std::vector<bool> apart =
+          sel_ == LogSelection::all ? secrets_of_streams(index, lo, bytes.size(), secrets_) : std::vector<bool>();
+      if (masking_ == Masking::bytes || !apart.empty()) mask_secrets_in_place(bytes, secrets_);
       if (lo == p.pos && i > 0) mask_secret_ends(bytes, secrets_);
       if (end != kOpen && lo + bytes.size() == piece_last) mask_secret_starts(bytes, secrets_);
+      mask_covered(bytes, apart, 0);
     }
     const std::size_t got = std::min(bytes.size() - static_cast<std::size_t>(pos - lo), want);
     out->append(bytes, static_cast<std::size_t>(pos - lo), got);
@@ -152,8 +158,8 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
   return 0;
 }
 
-void mask_secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::string& bytes,
-                             const std::vector<std::string>& secrets) {
+std::vector<bool> secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::size_t n,
+                                     const std::vector<std::string>& secrets) {
   std::size_t reach = 0;
   for (const std::string& s : secrets) reach = std::max(reach, s.size() > 0 ? s.size() - 1 : 0);
   // Where each stream's chunks lie in [lo, hi) of the log, and where in
@@ -163,25 +169,28 @@ void mask_secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::strin
     std::uint64_t at, pos, len;  // in the log, in its stream, how many bytes
   };
   std::vector<Run> runs[2];
-  const std::uint64_t hi = lo + bytes.size();
-  for (std::uint64_t n = chunk_holding(index, lo); n < index.end(); ++n) {
-    if (n >= index.head_chunks() && n < index.kept_from()) n = index.kept_from();  // dropped ones
-    const LogChunk* c = index.chunk(n);
+  const std::uint64_t hi = lo + n;
+  for (std::uint64_t c_n = chunk_holding(index, lo); c_n < index.end(); ++c_n) {
+    if (c_n >= index.head_chunks() && c_n < index.kept_from()) c_n = index.kept_from();  // dropped ones
+    const LogChunk* c = index.chunk(c_n);
     if (c == nullptr) break;
-    const std::uint64_t at = index.position(n, LogSelection::all);
+    const std::uint64_t at = index.position(c_n, LogSelection::all);
     if (at >= hi) break;
     if (c->stream != LogStream::out && c->stream != LogStream::err) continue;
     const std::uint64_t from = std::max(at, lo), to = std::min<std::uint64_t>(at + c->length, hi);
     if (from >= to) continue;
     const bool err = c->stream == LogStream::err;
-    const std::uint64_t pos = index.position(n, err ? LogSelection::err : LogSelection::out) + (from - at);
+    const std::uint64_t pos = index.position(c_n, err ? LogSelection::err : LogSelection::out) + (from - at);
     runs[err].push_back({from, pos, to - from});
   }
+  // One stream alone here: the log's bytes are its own, and the window's
+  // margins its context.
+  std::vector<bool> covered;
+  if (runs[0].empty() || runs[1].empty()) return covered;
   // Each stream's own bytes there, with `reach` more of it on each side,
-  // masked, and what they mask masked here too.
+  // masked: what they mask is covered here.
   std::string own;
   for (int k = 0; k < 2; ++k) {
-    if (runs[k].empty()) continue;
     const LogSelection sel = k ? LogSelection::err : LogSelection::out;
     const std::uint64_t first = runs[k].front().pos, last = runs[k].back().pos + runs[k].back().len;
     std::uint64_t from = first - std::min<std::uint64_t>(reach, first);
@@ -191,11 +200,23 @@ void mask_secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::strin
       if (index.read(sel, from, static_cast<std::size_t>(last + reach - from), &own) != 0) continue;
     }
     if (own.size() < last - from) continue;
+    const std::string raw = own;
     mask_secrets_in_place(own, secrets);
     for (const Run& r : runs[k])
-      for (std::uint64_t i = 0; i < r.len; ++i)
-        if (own[static_cast<std::size_t>(r.pos - from + i)] == '*') bytes[static_cast<std::size_t>(r.at - lo + i)] = '*';
+      for (std::uint64_t i = 0; i < r.len; ++i) {
+        const auto at = static_cast<std::size_t>(r.pos - from + i);
+        if (own[at] != raw[at]) {
+          if (covered.empty()) covered.assign(n, false);
+          covered[static_cast<std::size_t>(r.at - lo + i)] = true;
+        }
+      }
   }
+  return covered;
+}
+
+void mask_covered(std::string& bytes, const std::vector<bool>& covered, std::size_t from) {
+  for (std::size_t i = 0; i < bytes.size() && from + i < covered.size(); ++i)
+    if (covered[from + i]) bytes[i] = '*';
 }
 
 bool LogView::locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::size_t max_ranges,

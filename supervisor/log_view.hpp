@@ -80,13 +80,16 @@ class LogView {
   int last_ = '\n';           // the last of them (-1: not known)
 };
 
-/// In `bytes`, [lo, ...) of the whole log: masks ('*') the bytes of the
+/// Of the `n` bytes [lo, lo+n) of the whole log, those that belong to
 /// secrets that one stream wrote in pieces with the other stream's output
 /// between them, which the log's own bytes do not show whole (each
-/// stream's own bytes there are masked, with the longest secret's length
-/// more of them on each side).
-void mask_secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::string& bytes,
-                             const std::vector<std::string>& secrets);
+/// stream's own bytes there, with the longest secret's length more of them
+/// on each side, masked). Empty when none (or one stream alone is there).
+std::vector<bool> secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::size_t n,
+                                     const std::vector<std::string>& secrets);
+/// Sets to '*' each byte of `bytes` whose place, counted from `from` in
+/// `covered`, is covered.
+void mask_covered(std::string& bytes, const std::vector<bool>& covered, std::size_t from);
 
 /// Masks the parts of secrets cut by a gap: the first bytes of `bytes`
 /// that end a secret (`after_gap`), its last ones that begin one (`before_gap`).

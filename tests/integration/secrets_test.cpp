@@ -116,6 +116,17 @@ for off in range(len(whole)):
 print('ok')
 )PY", 60, {{"ID", id}});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
+  // The log shows the secret whole too (stdout SEC, stderr RET, stdout
+  // RET): both are masked, the log's and stdout's.
+  const std::string both = start(R"({"cmd": "printf SEC; sleep 0.1; printf RET >&2; sleep 0.1; echo RET",)"
+                                 R"( "secretEnv": {"TOK": "SECRET"}})");
+  ASSERT_FALSE(both.empty());
+  const json wb = wait_json(both);
+  EXPECT_EQ(log(both), "*********\n");
+  EXPECT_EQ(file("procs/" + both + "/tail"), "*********\n");
+  EXPECT_EQ(wb["proc"]["logTail"], "*********\n");
+  EXPECT_EQ(file("procs/" + both + "/stdout"), "******\n");
+  EXPECT_EQ(file("procs/" + both + "/stderr"), "RET");
 }
 
 TEST_F(SecretsTest, ReadinessShowsNoPartOfASecret) {
