@@ -94,7 +94,7 @@ class CmdHandle : public Handle {
     wrote_ = true;
     if (starting_) {
       fs_.errors().add(path(), EBUSY, "a start is under way on this open file: write the next request after it answered",
-                       masked(data, secrets_of(data)), slot_);
+                       sup::mask_secrets_in_json(data, secrets_of(data)), slot_);
       return Reply::error(EBUSY);
     }
     if (too_big_) return Reply::error(E2BIG);  // the rest of a rejected oversized write
@@ -109,18 +109,18 @@ class CmdHandle : public Handle {
       // the rest again, from where the refused part began): the same
       // answer, no second line in `errors`, and never a request of its own.
       if (rejected_error_ && (data == rejected_ || refused_rest(data, off))) return Reply::fail(*rejected_error_);
-      if (called_off_ && refused_rest(data, off)) {
+      // (A part kept without its refusal's errno: the start was called off.)
+      if (!rejected_error_ && refused_rest(data, off)) {
         fs_.errors().add(path(), ECANCELED,
                          "the rest of a request that a signal called off, which is no request of its own: "
                          "write the whole request again",
-                         masked(data, secrets_of(data)), slot_);
+                         sup::mask_secrets_in_json(data, secrets_of(data)), slot_);
         return Reply::error(ECANCELED);
       }
       buf_.clear();
       done_ = false;
       rejected_error_.reset();
       refused_part_.reset();
-      called_off_ = false;
     }
     if (buf_.size() + data.size() > fs_.config().max_request) {
       // Keep refusing on this open file until close: the kernel may send the
@@ -286,7 +286,8 @@ class CmdHandle : public Handle {
   sup::Error finish_rejected(const sup::Error& refused, off_t at, const Requester* who = nullptr) {
     std::optional<Part> part = std::move(split_part_);
     const std::vector<std::string> secrets = secrets_of(buf_);
-    const std::string request = masked(buf_, secrets);
+    // However the request's JSON escapes spell a secret, it is found.
+    const std::string request = sup::mask_secrets_in_json(buf_, secrets);
     std::string rejected = buf_;
     const std::string shown =
         fs_.errors().add(path(), refused.code, sup::mask_secrets(refused.message, secrets), request, slot_);
@@ -298,10 +299,7 @@ class CmdHandle : public Handle {
       // forever. The rest of a split write(2), written again after the
       // short count, is no request of its own and cannot finish this one
       // (its first pieces are gone): refused with ECANCELED.
-      if (part) {
-        refused_part_ = std::move(part);
-        called_off_ = true;
-      }
+      refused_part_ = std::move(part);
       return refused;
     }
     rejected_ = std::move(rejected);
@@ -316,12 +314,6 @@ class CmdHandle : public Handle {
     std::vector<std::string> secrets = request_secrets(request);
     for (std::string& s : fs_.sup().secrets(slot_)) secrets.push_back(std::move(s));
     return secrets;
-  }
-
-  /// `request` as errors and the steps show it: masked however its JSON
-  /// escapes spell a secret.
-  static std::string masked(std::string_view request, const std::vector<std::string>& secrets) {
-    return sup::mask_secrets_in_json(request, secrets);
   }
 
   /// Whether a write at `off` is the writer's second try of the rest of a
@@ -372,8 +364,9 @@ class CmdHandle : public Handle {
     std::string head;
   };
   std::optional<Part> split_part_;    // guarded by mu_: of the request being started
-  std::optional<Part> refused_part_;  // guarded by mu_: of the request last refused, if it was one
-  bool called_off_ = false;           // guarded by mu_: that request was interrupted (EINTR), not refused
+  /// Guarded by mu_: of the request last refused, if it was one; without
+  /// rejected_error_, its start was called off by a signal (EINTR).
+  std::optional<Part> refused_part_;
   off_t end_ = 0;               // guarded by mu_: file offset after the last buffered write
   off_t answer_at_ = 0;         // guarded by mu_: the file offset where answer_ begins
   bool answer_read_ = false;    // guarded by mu_: a read of answer_ came (it fixed answer_at_)

@@ -20,22 +20,6 @@
 
 namespace fsd {
 
-namespace {
-
-/// Masks every string in `j` (defence in depth: the record masks its fields
-/// already) but the record's names: its bgId and logPath are what `ls procs`
-/// shows as they are, and masked they would name no record.
-void mask_strings(nlohmann::json& j, const Filesystem& fs, const std::string& id, bool top = true) {
-  if (j.is_string()) {
-    j = fs.mask(j.get_ref<const std::string&>(), id);
-  } else if (j.is_structured()) {
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (!(top && j.is_object() && (it.key() == "bgId" || it.key() == "logPath"))) mask_strings(*it, fs, id, false);
-  }
-}
-
-}  // namespace
-
 std::string dump_json(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -206,11 +190,20 @@ bool Filesystem::mine(const sup::CommandStatus& st, const Requester& reader) con
   return reader.sid != 0 && reader.sid == st.owner_sid;
 }
 
+void Filesystem::mask_json(nlohmann::json& j, const std::string& id, bool top) const {
+  if (j.is_string()) {
+    j = mask(j.get_ref<const std::string&>(), id);
+  } else if (j.is_structured()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!(top && j.is_object() && (it.key() == "bgId" || it.key() == "logPath"))) mask_json(*it, id, false);
+  }
+}
+
 nlohmann::json Filesystem::record_json(const sup::CommandStatus& st, const Requester& reader) const {
   nlohmann::json j = st.to_json();
   j["logPath"] = cfg_.mountpoint + "/procs/" + st.bg_id + "/log";
   j["mine"] = mine(st, reader);
-  mask_strings(j, *this, st.bg_id);
+  mask_json(j, st.bg_id);  // defence in depth: the record masks its fields already
   return j;
 }
 

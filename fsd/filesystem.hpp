@@ -155,6 +155,10 @@ class Filesystem {
   std::string log_tail(const sup::CommandStatus& st, std::size_t bytes = kDefaultTailBytes) const;
   static constexpr std::size_t kDefaultTailBytes = 4096;
   std::string mask(std::string_view text, const std::string& id) const { return sup_.mask(text, id); }
+  /// Masks every string in `j` with the secrets of record `id` (empty: the
+  /// global ones) but a record's names, top-level bgId and logPath: what
+  /// `ls procs` shows as it is, and masked they would name no record.
+  void mask_json(nlohmann::json& j, const std::string& id, bool top = true) const;
 
   /// Stops listening to the supervisor, answers every parked request (starts
   /// under way fail), then frees the files left open; called once the FUSE

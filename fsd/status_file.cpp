@@ -10,7 +10,6 @@
 // first, with how they ended); `status.json,tailBytes=N` gives each entry
 // (root) or the record (procs/ID) a `logTail` of the last N bytes of its log.
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -167,21 +166,12 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
     fs.work_dir_sizes().report(work_dirs, measured, not_measured);
     // A working directory's path and the names in it are its record's
     // strings: masked with its secrets, as its cwd is.
-    std::string id;
-    const std::function<void(nlohmann::json&)> mask = [&](nlohmann::json& v) {
-      if (v.is_string()) {
-        v = fs.mask(v.get_ref<const std::string&>(), id);
-      } else if (v.is_structured()) {
-        for (auto& e : v) mask(e);
-      }
-    };
     for (nlohmann::json* list : {&measured, &not_measured})
       for (nlohmann::json& item : *list) {
         const auto path = item.find("path");
         const auto of = path != item.end() && path->is_string() ? work_dir_of.find(path->get<std::string>())
                                                                  : work_dir_of.end();
-        id = of == work_dir_of.end() ? std::string() : of->second;
-        mask(item);
+        fs.mask_json(item, of == work_dir_of.end() ? std::string() : of->second);
       }
   }
   procs += procs.size() == 1 ? "]" : "\n  ]";

@@ -224,8 +224,7 @@ int create_command_cgroup(const CgroupHierarchy& h, const std::string& name, Cgr
 }
 
 void hold_cgroup_hierarchy(const CgroupHierarchy& h) {
-  struct stat st {};
-  if (!h.subtree.empty() && ::stat(h.subtree.c_str(), &st) == 0) ::mkdir((h.subtree + kHold).c_str(), 0755);
+  if (!h.subtree.empty()) ::mkdir((h.subtree + kHold).c_str(), 0755);  // ENOENT: no subtree, nothing to hold
 }
 
 void release_cgroup_hierarchy(const CgroupHierarchy& h) {
