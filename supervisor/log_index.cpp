@@ -99,15 +99,22 @@ std::string encode_index_entry(const LogChunk& c) {
 std::string encode_tail_header(const TailHeader& h) {
   std::string s(kTailHeaderSize, '\0');
   std::memcpy(s.data(), kTailMagic, sizeof kTailMagic);
-  const std::uint64_t fields[] = {h.run_id, h.generation, h.head_end, h.first_chunk, h.out_before, h.err_before, h.log_max};
-  for (std::size_t i = 0; i < 7; ++i) put_le(s.data() + 8 + 8 * i, fields[i], 8);
+  const std::uint64_t fields[] = {h.run_id,     h.generation, h.head_end, h.first_chunk,
+                                  h.out_before, h.err_before, h.log_max,  h.all_before};
+  for (std::size_t i = 0; i < std::size(fields); ++i) put_le(s.data() + 8 + 8 * i, fields[i], 8);
   return s;
 }
 
 bool decode_tail_header(const char* p, std::size_t n, TailHeader* h) {
-  if (n < kTailHeaderSize || std::memcmp(p, kTailMagic, sizeof kTailMagic) != 0) return false;
-  std::uint64_t* fields[] = {&h->run_id, &h->generation, &h->head_end, &h->first_chunk, &h->out_before, &h->err_before, &h->log_max};
-  for (std::size_t i = 0; i < 7; ++i) *fields[i] = get_le(p + 8 + 8 * i, 8);
+  const bool v1 = n >= sizeof kTailMagicV1 && std::memcmp(p, kTailMagicV1, sizeof kTailMagicV1) == 0;
+  h->size = v1 ? kTailHeaderSizeV1 : kTailHeaderSize;
+  if (n < h->size || (!v1 && std::memcmp(p, kTailMagic, sizeof kTailMagic) != 0)) return false;
+  std::uint64_t* fields[] = {&h->run_id,     &h->generation, &h->head_end, &h->first_chunk,
+                             &h->out_before, &h->err_before, &h->log_max,  &h->all_before};
+  const std::size_t count = (h->size - 8) / 8;
+  for (std::size_t i = 0; i < count; ++i) *fields[i] = get_le(p + 8 + 8 * i, 8);
+  // Its restart lines count twice here (that build's error, not repairable).
+  if (v1) h->all_before = h->out_before + h->err_before;
   return true;
 }
 
@@ -121,8 +128,7 @@ std::optional<std::uint64_t> tail_dropped_bytes(const std::string& dir) {
     std::size_t got = 0;
     TailHeader h;
     if (!fd || pread_all(fd.get(), buf, sizeof buf, 0, &got) != 0 || !decode_tail_header(buf, got, &h)) continue;
-    const std::uint64_t start = h.out_before + h.err_before;
-    return start > h.head_end ? start - h.head_end : 0;
+    return h.all_before > h.head_end ? h.all_before - h.head_end : 0;
   }
   return std::nullopt;
 }
@@ -216,7 +222,7 @@ bool LogIndex::open_segment(std::uint64_t generation, bool* retry) {
   if (pread_all(ifd.get(), buf, sizeof buf, 0, &got) != 0) return false;
   if (!decode_tail_header(buf, got, &h)) {
     // A header is written with one write just after the file is made.
-    if (got < kTailHeaderSize) {
+    if (got < h.size) {
       *retry = true;
       return false;
     }
@@ -231,9 +237,9 @@ bool LogIndex::open_segment(std::uint64_t generation, bool* retry) {
   p.index = std::move(ifd);
   p.generation = generation;
   p.first = h.first_chunk;
-  p.start = {h.out_before + h.err_before, h.out_before, h.err_before};
+  p.start = {h.all_before, h.out_before, h.err_before};
   p.end = p.start;
-  p.parsed = kTailHeaderSize;
+  p.parsed = h.size;
   log_max_ = h.log_max;
   parts_.push_back(std::move(p));
   return true;

@@ -61,8 +61,12 @@ inline constexpr char kIndexMagic[8] = {'s', 'b', 'x', 'i', 'd', 'x', '1', '\n'}
 inline constexpr std::size_t kIndexHeaderSize = 16;  ///< magic, then the run id
 inline constexpr std::size_t kIndexEntrySize = 24;
 
-inline constexpr char kTailMagic[8] = {'s', 'b', 'x', 't', 'a', 'i', 'l', '1'};
-inline constexpr std::size_t kTailHeaderSize = 64;
+inline constexpr char kTailMagic[8] = {'s', 'b', 'x', 't', 'a', 'i', 'l', '2'};
+inline constexpr std::size_t kTailHeaderSize = 72;
+/// An older build's header: without all_before (still written by its
+/// monitors, which outlive a daemon's upgrade).
+inline constexpr char kTailMagicV1[8] = {'s', 'b', 'x', 't', 'a', 'i', 'l', '1'};
+inline constexpr std::size_t kTailHeaderSizeV1 = 64;
 
 /// The header of a tail segment's index: where the segment begins in the
 /// whole output.
@@ -74,6 +78,11 @@ struct TailHeader {
   std::uint64_t out_before = 0;   ///< stdout bytes before the segment (dropped ones too)
   std::uint64_t err_before = 0;   ///< stderr bytes before it
   std::uint64_t log_max = 0;
+  /// All output before it: a marker line counts once here and in each of
+  /// out_before and err_before (both streams show it). An older build's
+  /// header has no such field: out_before + err_before.
+  std::uint64_t all_before = 0;
+  std::size_t size = kTailHeaderSize;  ///< of the header as written (decoded)
 };
 
 /// How log_max divides: the head keeps `head` bytes, each tail segment up

@@ -253,7 +253,7 @@ bool Relay::rotate(int64_t) {
   }
   if (err == 0) {
     const std::string header = sup::encode_tail_header(
-        {run_id_, p.generation, head_end_, chunks_, out_pos_ + marks_, err_pos_ + marks_, log_max_});
+        {run_id_, p.generation, head_end_, chunks_, out_pos_ + marks_, err_pos_ + marks_, log_max_, p.start});
     err = write_all(p.index, header.data(), header.size());
     p.index_bytes = header.size();
   }

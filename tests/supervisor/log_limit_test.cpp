@@ -44,8 +44,33 @@ std::uint64_t log_files_size(const std::string& dir) {
   return total;
 }
 
+/// A request, and the whole output its command makes (restart lines included).
+struct RestartedOutput {
+  sup::StartSpec spec;
+  std::string whole;
+};
+
 class LogLimitTest : public SupervisorTest {
  protected:
+  /// A command run `runs` times under the restart policy, each run printing
+  /// 299 digits and a newline; the restart lines as the monitor writes them.
+  RestartedOutput restarted(int runs) const {
+    RestartedOutput o{shell("printf '%0299d\\n' 7"), {}};
+    o.spec.restart = sup::RestartPolicy::always;
+    o.spec.restart_delay_sec = 0.05;
+    o.spec.max_restarts = runs - 1;
+    const std::string run = std::string(298, '0') + "7\n";
+    double delay = 0.05;
+    for (int i = 0; i < runs; ++i) {
+      o.whole += run;
+      if (i + 1 == runs) break;
+      char line[128];
+      std::snprintf(line, sizeof line, "[sbxfs: exited with code 0; restart %d of %d in %.3g s]\n", i + 1, runs - 1, delay);
+      o.whole += line;
+      delay *= 2;
+    }
+    return o;
+  }
   void SetUp() override {
     log_max_ = kCap;
     SupervisorTest::SetUp();
@@ -134,6 +159,42 @@ TEST_F(LogLimitTest, FiftyTimesTheCapStaysBoundedOnDisk) {
   EXPECT_TRUE(v.starts_with("line 0\nline 1\n")) << v.substr(0, 100);
   EXPECT_TRUE(v.ends_with("line 4998\nline 4999\n")) << v.substr(v.size() > 100 ? v.size() - 100 : 0);
   EXPECT_NE(v.find(sup::log_marker_line(kCap)), std::string::npos);
+}
+
+TEST_F(LogLimitTest, RestartLinesBeforeTheTailAreCountedOnce) {
+  // 2 runs: 600 bytes and a restart line in the head, the rest in the
+  // first segment; nothing is dropped, so no log_max marker anywhere.
+  const RestartedOutput o = restarted(2);
+  ASSERT_GT(o.whole.size(), kCap / 2);
+  ASSERT_LE(o.whole.size(), kCap);
+  auto r = sup_->start(o.spec);
+  SBX_ASSERT_OK(r);
+  auto st = wait_ended(r->bg_id, 20000ms);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->restarts, 1u);
+  EXPECT_FALSE(st->truncated);
+  const std::string dir = record_dir(r->bg_id);
+  EXPECT_EQ(view(dir, LogSelection::all), o.whole);
+  EXPECT_EQ(view(dir, LogSelection::out), o.whole) << "restart lines are in both streams";
+  sup::LogIndex idx;
+  ASSERT_EQ(idx.open(dir), 0);
+  EXPECT_EQ(idx.size(LogSelection::all), o.whole.size());
+  EXPECT_EQ(idx.kept_start(LogSelection::all), kCap / 2) << "the tail begins where the head ends";
+}
+
+TEST_F(LogLimitTest, DroppedBytesPastRestartLinesAreExact) {
+  const RestartedOutput o = restarted(5);
+  ASSERT_GT(o.whole.size(), kCap + kCap / 4);
+  auto r = sup_->start(o.spec);
+  SBX_ASSERT_OK(r);
+  auto st = wait_ended(r->bg_id, 20000ms);
+  ASSERT_TRUE(st);
+  const std::string dir = record_dir(r->bg_id);
+  const std::uint64_t kept = kept_in_tail(dir);
+  EXPECT_TRUE(st->truncated);
+  EXPECT_EQ(st->dropped_bytes, o.whole.size() - kCap / 2 - kept);
+  EXPECT_EQ(view(dir, LogSelection::all),
+            o.whole.substr(0, kCap / 2) + marker(o.whole[kCap / 2 - 1] == '\n') + o.whole.substr(o.whole.size() - kept));
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // what readers make of them while the segments come and go.
 #include <unistd.h>
 
+#include <cstring>
+
 #include "supervisor/log_view.hpp"
 #include "tests/supervisor/test_util.hpp"
 
@@ -30,10 +32,16 @@ class FakeMonitor {
     head_end_ = out_ + err_;
     append(dir_ + "/index", sup::encode_index_entry(LogChunk{head_bytes_, time_, 0, LogStream::continued}));
   }
-  void segment(std::uint64_t g) {
+  /// `older_build`: the header without all_before, as monitors of an older
+  /// build (still running after an upgrade) write it.
+  void segment(std::uint64_t g, bool older_build = false) {
     write_file(dir_ + "/" + sup::tail_data_name(g), "");
-    write_file(dir_ + "/" + sup::tail_index_name(g),
-               sup::encode_tail_header({kRun, g, head_end_, chunks_, out_, err_, log_max_}));
+    std::string header = sup::encode_tail_header({kRun, g, head_end_, chunks_, out_, err_, log_max_, out_ + err_});
+    if (older_build) {
+      header.resize(sup::kTailHeaderSizeV1);
+      std::memcpy(header.data(), sup::kTailMagicV1, sizeof sup::kTailMagicV1);
+    }
+    write_file(dir_ + "/" + sup::tail_index_name(g), header);
     seg_bytes_ = 0;
     gen_ = g;
   }
@@ -120,6 +128,22 @@ TEST_F(LogTailTest, HeadThenAMarkerThenWhatWasKept) {
   EXPECT_EQ(whole(idx, out), "head1\n" + kMarker + "kept1\nlast\n");
   EXPECT_EQ(whole(idx, err), "e\nerr2\n") << "stderr lost nothing: no marker";
   EXPECT_EQ(sup::log_view_end(tmp_.path(), LogSelection::all, 10, {}).value_or("?"), "err2\nlast\n");
+}
+
+TEST_F(LogTailTest, AnOlderBuildsSegmentsAreRead) {
+  mon_.head(LogStream::out, "head1\n");
+  mon_.begin_tail();
+  for (std::uint64_t g : {1, 2, 3}) {
+    mon_.segment(g, true);
+    mon_.tail(LogStream::out, g == 1 ? "gone\n" : g == 2 ? "kept\n" : "last\n");
+  }
+  mon_.remove(1);
+  LogIndex idx;
+  ASSERT_EQ(idx.open(tmp_.path()), 0);
+  EXPECT_EQ(idx.dropped(), 5u);
+  EXPECT_EQ(sup::tail_dropped_bytes(tmp_.path()), 5u);
+  LogView all(LogSelection::all, {});
+  EXPECT_EQ(whole(idx, all), "head1\n" + kMarker + "kept\nlast\n");
 }
 
 TEST_F(LogTailTest, AFollowerAtTheEndKeepsFollowingWhileTheTailRotates) {
