@@ -261,12 +261,9 @@ class EventsHandle : public FollowedReadHandle {
   /// start of a character) and moves on. False when there is none yet.
   bool next_event(bool ended) {
     if (!index_.is_open()) {
-      // Nothing ran here (an empty slot), or a record torn on disk: its
-      // terminal event says why.
-      if (ended && !finished_) {
-        const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
-        if (!st || st->state == "error") add_terminal();
-      }
+      // Nothing ran here (an empty slot, a queued command stopped, a record
+      // torn on disk): its terminal event says how it ended.
+      if (ended && !finished_) add_terminal();
       finished_ = ended;
       return false;
     }

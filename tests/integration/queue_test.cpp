@@ -93,6 +93,13 @@ TEST_P(QueueTest, AStoppedQueuedCommandNeverRuns) {
   ASSERT_FALSE(a.empty() || b.empty());
   const std::string q1 = queued(1), q2 = queued(2);
   ASSERT_FALSE(q1.empty() || q2.empty());
+  // A follower of its events, there before the stop: it ends after the
+  // terminal event.
+  const std::string followed = dir_ + "/followed";
+  const pid_t follower = spawn_bg("exec cat \"$MNT/procs/" + q1 + "/events,follow\"", followed);
+  ASSERT_GT(follower, 0);
+  ASSERT_TRUE(wait_until([&] { return read_file("/proc/" + std::to_string(follower) + "/wchan").data == "request_wait_answer"; }, 5s))
+      << "the follower blocks in its read";
   const json s = stop(q1);
   EXPECT_EQ(s["state"], "exited");
   EXPECT_EQ(s["running"], false);
@@ -101,6 +108,15 @@ TEST_P(QueueTest, AStoppedQueuedCommandNeverRuns) {
   EXPECT_TRUE(s["pid"].is_null());
   EXPECT_TRUE(s["startedAt"].is_null());
   EXPECT_TRUE(is_iso_time(s["finishedAt"]));
+  EXPECT_EQ(wait_bg(follower, 5s), 0) << "the follower ended by itself";
+  for (const std::string& events : {read_file(followed).data, file("procs/" + q1 + "/events")}) {
+    ASSERT_TRUE(events.ends_with("\n") && events.find('\n') == events.size() - 1) << "one event: " << events;
+    const json e = json::parse(events);
+    EXPECT_EQ(e["type"], "terminal") << events;
+    EXPECT_EQ(e["state"], "exited");
+    EXPECT_EQ(e["endReason"], "stopped");
+    EXPECT_EQ(e["exit"]["code"], -1);
+  }
   // Its wait answers at once.
   const json w = wait_json(q1, 5);
   EXPECT_EQ(w["stillRunning"], false);
