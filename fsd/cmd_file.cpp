@@ -48,6 +48,7 @@
 #include "fsd/errno_map.hpp"
 #include "fsd/files.hpp"
 #include "fsd/open_elsewhere.hpp"
+#include "fsd/opener_process.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/utf8.hpp"
 
@@ -86,8 +87,8 @@ std::vector<std::string> request_secrets(std::string_view request) {
 class CmdHandle : public Handle {
  public:
   /// `slot`: the bgId for procs/ID/cmd, empty for the root `cmd`.
-  CmdHandle(Filesystem& fs, std::string slot, std::string shown, fuse_ino_t ino, bool write_only)
-      : fs_(fs), slot_(std::move(slot)), shown_(std::move(shown)), ino_(ino), write_only_(write_only) {}
+  CmdHandle(Filesystem& fs, std::string slot, std::string shown, fuse_ino_t ino, bool write_only, pid_t opener)
+      : fs_(fs), slot_(std::move(slot)), shown_(std::move(shown)), ino_(ino), write_only_(write_only), opener_(opener) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t off) override {
     std::unique_lock g(mu_);
@@ -147,7 +148,11 @@ class CmdHandle : public Handle {
     std::unique_lock g(mu_);
     too_big_ = false;
     if (starting_) return Reply::error(0);  // the request that started it answers for it
-    if (!wrote_ && !done_ && write_only_ && !open_elsewhere(Requester::of(req).pid, path("/"), ino_))
+    // A child's close of the copy it inherited neither ends a request nor
+    // is an empty one.
+    const pid_t closer = fuse_req_ctx(req)->pid;
+    if (!opener_.includes(closer)) return Reply::error(0);
+    if (!wrote_ && !done_ && write_only_ && !open_elsewhere(closer, path("/"), ino_))
       return Reply::fail(finish_rejected(
           {sup::Errc::invalid_argument, "empty request: the file was closed with nothing written"}, end_));
     if (done_ || is_blank(buf_)) return Reply::error(0);  // bash flushes before it writes
@@ -349,6 +354,7 @@ class CmdHandle : public Handle {
   const std::string shown_;  // what a read without a write shows
   const fuse_ino_t ino_;
   const bool write_only_;    // opened O_WRONLY: a close with nothing written is an empty request
+  const OpenerProcess opener_;  // whose close counts
   std::mutex mu_;
   std::string buf_;             // guarded by mu_: the request being written
   bool wrote_ = false;          // guarded by mu_: a write came on this open file
@@ -376,10 +382,10 @@ class CmdHandle : public Handle {
 
 std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node, const OpenRequest& req) {
   const bool write_only = (req.flags & O_ACCMODE) == O_WRONLY;
-  if (node.kind == Kind::cmd) return std::make_unique<CmdHandle>(fs, "", kUsage, node.ino, write_only);
+  if (node.kind == Kind::cmd) return std::make_unique<CmdHandle>(fs, "", kUsage, node.ino, write_only, req.who.pid);
   const sup::CommandStatus& st = *node.record;
   std::string shown = st.state == "empty" ? "" : fs.mask(st.cmd_full, st.bg_id) + "\n";
-  return std::make_unique<CmdHandle>(fs, st.bg_id, std::move(shown), node.ino, write_only);
+  return std::make_unique<CmdHandle>(fs, st.bg_id, std::move(shown), node.ino, write_only, req.who.pid);
 }
 
 }  // namespace fsd

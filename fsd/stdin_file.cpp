@@ -22,6 +22,7 @@
 
 #include "fsd/files.hpp"
 #include "fsd/open_elsewhere.hpp"
+#include "fsd/opener_process.hpp"
 #include "fsd/record_handle.hpp"
 
 namespace fsd {
@@ -78,8 +79,8 @@ class PendingWrite {
 
 class StdinHandle : public RecordHandle {
  public:
-  StdinHandle(Filesystem& fs, std::string id, fuse_ino_t ino, bool eof)
-      : RecordHandle(fs, std::move(id), eof ? "stdin,eof" : "stdin"), ino_(ino), eof_(eof) {}
+  StdinHandle(Filesystem& fs, std::string id, fuse_ino_t ino, bool eof, pid_t opener)
+      : RecordHandle(fs, std::move(id), eof ? "stdin,eof" : "stdin"), ino_(ino), eof_(eof), opener_(opener) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t) override {
     auto w = std::make_shared<PendingWrite>(fs_, id_, path_, data.size());
@@ -98,7 +99,9 @@ class StdinHandle : public RecordHandle {
   }
 
   Reply flush(fuse_req_t req) override {
-    if (!eof_ || open_elsewhere(Requester::of(req).pid, "/" + path_, ino_)) return Reply::error(0);
+    // A child's close of the copy it inherited leaves the input open.
+    const pid_t closer = fuse_req_ctx(req)->pid;
+    if (!eof_ || !opener_.includes(closer) || open_elsewhere(closer, "/" + path_, ino_)) return Reply::error(0);
     const sup::Status st = fs_.sup().close_stdin(id_);
     if (!st) {
       fs_.errors().add(path_, st.error().code, st.error().message, "(close)", id_);
@@ -110,12 +113,13 @@ class StdinHandle : public RecordHandle {
  private:
   const fuse_ino_t ino_;
   const bool eof_;  // stdin,eof: the last close closes the input
+  const OpenerProcess opener_;  // whose close that is
 };
 
 }  // namespace
 
-std::unique_ptr<Handle> open_stdin(Filesystem& fs, const Node& node, const OpenRequest&) {
-  return std::make_unique<StdinHandle>(fs, node.id(), node.ino, node.keys().has("eof"));
+std::unique_ptr<Handle> open_stdin(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  return std::make_unique<StdinHandle>(fs, node.id(), node.ino, node.keys().has("eof"), req.who.pid);
 }
 
 }  // namespace fsd

@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "fsd/files.hpp"
+#include "fsd/opener_process.hpp"
 #include "fsd/record_handle.hpp"
 
 namespace fsd {
@@ -17,7 +18,7 @@ namespace {
 
 class StopHandle : public RecordHandle {
  public:
-  StopHandle(Filesystem& fs, std::string id) : RecordHandle(fs, std::move(id), "stop") {}
+  StopHandle(Filesystem& fs, std::string id, pid_t opener) : RecordHandle(fs, std::move(id), "stop"), opener_(opener) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t) override {
     stopped_ = true;
@@ -25,7 +26,8 @@ class StopHandle : public RecordHandle {
   }
 
   Reply flush(fuse_req_t req) override {
-    if (stopped_.exchange(true)) return Reply::error(0);
+    // A child's close of the copy it inherited is no stop.
+    if (!opener_.includes(fuse_req_ctx(req)->pid) || stopped_.exchange(true)) return Reply::error(0);
     return stop(req, "", Reply::error(0));
   }
 
@@ -50,12 +52,13 @@ class StopHandle : public RecordHandle {
   }
 
   std::atomic<bool> stopped_{false};  // a write or a close stopped it already
+  const OpenerProcess opener_;        // whose close is a stop
 };
 
 }  // namespace
 
-std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node, const OpenRequest&) {
-  return std::make_unique<StopHandle>(fs, node.id());
+std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node, const OpenRequest& req) {
+  return std::make_unique<StopHandle>(fs, node.id(), req.who.pid);
 }
 
 }  // namespace fsd

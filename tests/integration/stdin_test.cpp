@@ -79,6 +79,30 @@ TEST_F(StdinTest, EofEndsTheInputAfterWhatWasWritten) {
   EXPECT_TRUE(status_json(id)["running"].get<bool>());
 }
 
+TEST_F(StdinTest, AChildsCloseOfAnInheritedEofDescriptorLeavesTheInputOpen) {
+  // A child closes its copy of the script's descriptor when it exits
+  // (/bin/echo wrote through it, /bin/true did not), and Python's child at
+  // its exec (close-on-exec): neither is the writer's close.
+  std::string id = start(R"({"cmd": "cat", "stdin": "pipe"})");
+  ASSERT_FALSE(id.empty());
+  auto r = bash("exec 4>\"$MNT/procs/$ID/stdin,eof\"; echo a >&4; /bin/true; /bin/echo b >&4; echo c >&4; exec 4>&-",
+                20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(wait_json(id)["proc"]["exitCode"], 0);
+  EXPECT_EQ(log(id), "a\nb\nc\n");
+
+  id = start(R"({"cmd": "cat", "stdin": "pipe"})");
+  ASSERT_FALSE(id.empty());
+  r = python(
+      "import os, subprocess\n"
+      "f = open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/stdin,eof', 'w', buffering=1)\n"
+      "f.write('a\\n'); subprocess.run(['/bin/true'], check=True); f.write('b\\n'); f.close()\n",
+      20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(wait_json(id)["proc"]["exitCode"], 0);
+  EXPECT_EQ(log(id), "a\nb\n");
+}
+
 TEST_F(StdinTest, ALargeWriteIntoASlowReaderLeavesTheMountAnswering) {
   // The reader takes nothing until the gate exists, then 64 KiB every 20 ms:
   // the 4 MiB write is held for as long as the test needs.

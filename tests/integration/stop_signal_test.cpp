@@ -77,6 +77,28 @@ with open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/stop', 'w') as f:
   EXPECT_EQ(status_json(id)["endReason"], "stopped");
 }
 
+TEST_F(StopSignalTest, AChildsCloseOfAnInheritedStopDescriptorIsNoStop) {
+  // Python's descriptors are close-on-exec: a child closes its copy at its
+  // exec; one passed to it is closed at its exit. Only the opener's own
+  // close stops.
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  auto r = python(R"(
+import json, os, subprocess
+m = os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/'
+f = open(m + 'stop', 'w')
+subprocess.run(['/bin/true'], check=True)
+os.set_inheritable(f.fileno(), True)
+subprocess.run(['/bin/true'], check=True, pass_fds=[f.fileno()])
+print(json.load(open(m + 'status.json'))['state'])
+f.close()
+print(json.load(open(m + 'status.json'))['endReason'])
+)",
+                  20, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "running\nstopped\n");
+}
+
 TEST_F(StopSignalTest, InterruptedStopStillCompletes) {
   std::string id = start(R"({"cmd": "trap '' TERM; echo armed; sleep 30", "stopGraceSec": 8})");
   ASSERT_FALSE(id.empty());

@@ -384,6 +384,24 @@ TEST_F(WritersTest, EmptyWritesElsewhere) {
   ASSERT_EQ(run("echo true > \"$MNT/cmd\"").code, 0);
   EXPECT_EQ(procs().size(), before.size() + 1);
   EXPECT_EQ(error_count(), errors_before + 2);
+  // Nor is a child's close of the copy it inherited (at its exit): the
+  // request is the opener's, whole at its own close.
+  r = bash("exec 6>\"$MNT/cmd\"; /bin/true; echo 'echo fine' >&6; exec 6>&-");
+  ASSERT_EQ(r.code, 0) << said(r);
+  EXPECT_EQ(error_count(), errors_before + 2) << errors().back().dump();
+  ASSERT_EQ(procs().size(), before.size() + 2);
+  EXPECT_EQ(wait_json(procs().back())["proc"]["cmd"], "echo fine");
+  r = python("import os, subprocess\n"
+             "fd = os.open(os.environ['MNT'] + '/cmd', os.O_WRONLY)\n"
+             "os.write(fd, b'echo part')\n"
+             "subprocess.run(['/bin/true'], check=True, pass_fds=[fd])\n"
+             "os.write(fd, b'ial')\n"
+             "os.close(fd)\n");
+  ASSERT_EQ(r.code, 0) << said(r);
+  ASSERT_EQ(procs().size(), before.size() + 3);
+  EXPECT_EQ(wait_json(procs().back())["proc"]["cmd"], "echo partial");
+  EXPECT_EQ(log(procs().back()), "partial\n");
+  EXPECT_EQ(error_count(), errors_before + 2);
 }
 
 // ---- record names and the state directory ----------------------------------

@@ -1,0 +1,38 @@
+#include "fsd/opener_process.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <unistd.h>
+
+#include "supervisor/unique_fd.hpp"
+
+namespace fsd {
+
+namespace {
+
+/// The process (thread group) of thread `tid`, from /proc/TID/status; 0
+/// when unknown.
+pid_t process_of(pid_t tid) {
+  if (tid <= 0) return 0;
+  sup::UniqueFd fd(::open(("/proc/" + std::to_string(tid) + "/status").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return 0;
+  // "Tgid:" is the fourth line, within the first few hundred bytes.
+  char buf[512];
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* at = std::strstr(buf, "\nTgid:");
+  return at ? static_cast<pid_t>(std::strtol(at + 6, nullptr, 10)) : 0;
+}
+
+}  // namespace
+
+bool OpenerProcess::includes(pid_t tid) const {
+  if (tid == tid_) return true;
+  const pid_t opener = process_of(tid_), closer = process_of(tid);
+  return opener == 0 || closer == 0 || opener == closer;
+}
+
+}  // namespace fsd
