@@ -68,22 +68,6 @@ constexpr const char* kUsage =
     "  exec 3<>cmd; echo 'make test' >&3; read -r id <&3\n"
     "See README.\n";
 
-/// The values of the request's own secretEnv, if it parses that far: a
-/// rejected request has no command whose secrets mask() knows.
-std::vector<std::string> request_secrets(std::string_view request) {
-  const nlohmann::json j = nlohmann::json::parse(request, nullptr, false);
-  std::vector<std::string> out;
-  if (!j.is_object() || !j.contains("secretEnv") || !j["secretEnv"].is_object()) return out;
-  for (const auto& [key, value] : j["secretEnv"].items()) {
-    if (!value.is_string() || value.get_ref<const std::string&>().empty()) continue;
-    out.push_back(value.get<std::string>());
-    // As it stands in the request text when it holds a quote, a backslash...
-    const std::string quoted = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (quoted.substr(1, quoted.size() - 2) != out.back()) out.push_back(quoted.substr(1, quoted.size() - 2));
-  }
-  return out;
-}
-
 class CmdHandle : public Handle {
  public:
   /// `slot`: the bgId for procs/ID/cmd, empty for the root `cmd`.
@@ -316,7 +300,7 @@ class CmdHandle : public Handle {
   /// The secrets a request's text is shown without: its own secretEnv (if it
   /// parses), the slot's and the global ones.
   std::vector<std::string> secrets_of(std::string_view request) const {
-    std::vector<std::string> secrets = request_secrets(request);
+    std::vector<std::string> secrets = sup::request_secrets(request);
     for (std::string& s : fs_.sup().secrets(slot_)) secrets.push_back(std::move(s));
     return secrets;
   }

@@ -8,6 +8,7 @@
 
 #include "fsd/error_log.hpp"
 #include "fsd/inode.hpp"
+#include "supervisor/secrets.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace fsd {
@@ -81,16 +82,22 @@ struct ScratchFiles::State {
       auto it = files.find(ino);
       if (it == files.end() || it->second.open > 0 || it->second.closes != closes) return;
       path = it->second.info.path;
-      content = it->second.content.substr(0, ErrorLog::kRequestChars);
+      content = std::move(it->second.content);
       erase(it);
     }
+    // Shown as a refused request is: its own secretEnv masked, then errors
+    // masks those of the record whose folder held it and the global ones,
+    // each in the whole text before it is cut.
+    content = sup::mask_secrets_in_json(content, sup::request_secrets(content));
+    std::string id;
+    if (path.starts_with("procs/")) id = path.substr(6, path.find('/', 6) - 6);
     const auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count() / 1000.0;
     char when[32];
     std::snprintf(when, sizeof when, "%g", secs);
     errors.add(path, ETIMEDOUT,
                std::string("scratch file removed: nobody renamed it onto a file of the tree within ") + when +
                    " s of its last close (a typo in the name?)",
-               content);
+               content, id);
   }
 };
 

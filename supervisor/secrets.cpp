@@ -72,4 +72,18 @@ void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& s
     if (covered[i]) bytes[i] = '*';
 }
 
+std::vector<std::string> request_secrets(std::string_view request) {
+  const nlohmann::json j = nlohmann::json::parse(request, nullptr, false);
+  std::vector<std::string> out;
+  if (!j.is_object() || !j.contains("secretEnv") || !j["secretEnv"].is_object()) return out;
+  for (const auto& [key, value] : j["secretEnv"].items()) {
+    if (!value.is_string() || value.get_ref<const std::string&>().empty()) continue;
+    out.push_back(value.get<std::string>());
+    // As it stands in the request text when it holds a quote, a backslash...
+    const std::string quoted = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (quoted.substr(1, quoted.size() - 2) != out.back()) out.push_back(quoted.substr(1, quoted.size() - 2));
+  }
+  return out;
+}
+
 }  // namespace sup

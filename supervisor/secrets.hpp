@@ -24,4 +24,9 @@ std::string mask_secrets_in_json(std::string_view text, const std::vector<std::s
 /// that much on each side and keep the middle.
 void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& secrets);
 
+/// The values of a request's own secretEnv, if its text parses as JSON,
+/// each also as the request spells it when that differs (a quote, a
+/// backslash): a refused request has no command whose secrets are known.
+std::vector<std::string> request_secrets(std::string_view request);
+
 }  // namespace sup

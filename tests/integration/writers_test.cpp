@@ -531,6 +531,32 @@ TEST_F(ScratchTtlTest, UnrenamedScratchIsRemovedWithAnErrorsLine) {
   EXPECT_TRUE(wait_until([&] { return stat_errno(p("held")) == ENOENT; }, 10s));
 }
 
+TEST_F(ScratchTtlTest, TheErrorsLineOfAnUnrenamedScratchMasksSecrets) {
+  // The record's secretEnv in a scratch of its folder; a request's own
+  // secretEnv in one of the root, the request longer than the 200
+  // characters shown (it is parsed whole).
+  const std::string id = start(R"({"cmd": "sleep 30", "secretEnv": {"TOK": "recsecret77"}})");
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(run("echo 'echo recsecret77' > \"$MNT/procs/$ID/sginal\"", 20, {{"ID", id}}).code, 0);
+  const std::string request = R"({"note": ")" + std::string(100, 'n') +
+                              R"(", "cmd": "deploy", "secretEnv": {"API_KEY": "u1-private-key-123"}, "more": ")" +
+                              std::string(100, 'm') + "\"}";
+  ASSERT_EQ(write_file(p(".cmd.1f2e.tmp"), request, O_WRONLY | O_CREAT | O_EXCL), 0);
+  auto line = [&](const std::string& path) -> std::optional<json> {
+    for (const json& e : errors())
+      if (e["path"] == path) return e;
+    return std::nullopt;
+  };
+  ASSERT_TRUE(wait_until([&] { return line(".cmd.1f2e.tmp") && line("procs/" + id + "/sginal"); }, 10s))
+      << file("errors");
+  EXPECT_EQ((*line("procs/" + id + "/sginal"))["request"], "echo ****\n");
+  const std::string shown = (*line(".cmd.1f2e.tmp"))["request"];
+  EXPECT_EQ(shown.size(), 200u) << shown;
+  const std::string errors_text = file("errors");
+  EXPECT_EQ(errors_text.find("recsecret77"), std::string::npos) << errors_text;
+  EXPECT_EQ(errors_text.find("u1-private"), std::string::npos) << errors_text;
+}
+
 class ScratchLimitsTest : public SbxfsTest {
  protected:
   ScratchLimitsTest() { daemon_options_ = {"-o", "max_request=4096"}; }

@@ -28,6 +28,14 @@ TEST(MaskSecretsInJson, FindsASecretHoweverItsEscapesSpellIt) {
   EXPECT_EQ(sup::mask_secrets_in_json(R"({"a":"tok\/en"})", {}), R"({"a":"tok\/en"})");
 }
 
+TEST(RequestSecrets, TheSecretEnvValuesAndHowTheRequestSpellsThem) {
+  EXPECT_EQ(sup::request_secrets(R"({"cmd": "x", "secretEnv": {"A": "plain", "B": "q\"uote", "C": "", "D": 5}})"),
+            (std::vector<std::string>{"plain", "q\"uote", "q\\\"uote"}));
+  EXPECT_TRUE(sup::request_secrets(R"({"cmd": "x", "secretEnv": {"A": "cut)").empty()) << "not JSON: none";
+  EXPECT_TRUE(sup::request_secrets("echo plain").empty());
+  EXPECT_TRUE(sup::request_secrets(R"({"secretEnv": ["a"]})").empty());
+}
+
 TEST(MaskSecretsInPlace, KeepsTheSizeAndCoversOverlaps) {
   std::string s = "pre-abcde-post";
   sup::mask_secrets_in_place(s, {"abc", "cde"});
