@@ -9,6 +9,7 @@
 #include <fstream>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -32,6 +33,21 @@ struct Walk {
   bool partial = false;
 };
 
+/// An entry's type, blocks and file system, from the kernel's cached
+/// attributes where a file system has its own server (FUSE, NFS): the root
+/// of another mount below the walk is never asked, so a server that does
+/// not answer does not stop the walk.
+bool stat_entry(int dirfd, const char* name, struct stat* st) {
+  struct statx x {};
+  if (::statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
+              STATX_TYPE | STATX_MODE | STATX_BLOCKS, &x) != 0)
+    return false;
+  st->st_mode = x.stx_mode;
+  st->st_blocks = static_cast<blkcnt_t>(x.stx_blocks);
+  st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+  return true;
+}
+
 /// Bytes on disk (st_blocks) under `fd` (a directory, closed here); stays on
 /// one filesystem and follows no symlink.
 std::uint64_t du_dir(int fd, Walk& w) {
@@ -48,9 +64,10 @@ std::uint64_t du_dir(int fd, Walk& w) {
       break;
     }
     struct stat st {};
-    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    // Another file system mounted here is not counted.
+    if (!stat_entry(::dirfd(d), e->d_name, &st) || st.st_dev != w.dev) continue;
     total += static_cast<std::uint64_t>(st.st_blocks) * 512;
-    if (S_ISDIR(st.st_mode) && st.st_dev == w.dev) {
+    if (S_ISDIR(st.st_mode)) {
       const int sub = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub >= 0) total += du_dir(sub, w);
     }
@@ -79,9 +96,9 @@ nlohmann::json measure(const std::string& dir, const std::atomic<bool>& cancel) 
     if (!e) break;
     if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
     struct stat st {};
-    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!stat_entry(::dirfd(d), e->d_name, &st) || st.st_dev != w.dev) continue;
     std::uint64_t bytes = static_cast<std::uint64_t>(st.st_blocks) * 512;
-    if (S_ISDIR(st.st_mode) && st.st_dev == w.dev && !w.partial) {
+    if (S_ISDIR(st.st_mode) && !w.partial) {
       const int sub = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub >= 0) bytes += du_dir(sub, w);
     }
@@ -156,29 +173,34 @@ nlohmann::json disk_json(const std::string& state_dir) {
   return out;
 }
 
-WorkDirSizes::WorkDirSizes() : worker_([this] { run(); }) {}
+WorkDirSizes::WorkDirSizes() : state_(std::make_shared<State>()), worker_([s = state_] { run(s); }) {}
 
 WorkDirSizes::~WorkDirSizes() {
-  {
-    std::lock_guard g(mu_);
-    stop_ = true;
-  }
-  cancel_ = true;
-  cv_.notify_all();
-  worker_.join();
+  std::unique_lock g(state_->mu);
+  state_->stop = true;
+  state_->cancel = true;
+  state_->cv.notify_all();
+  // A walk gives up at its next entry; one blocked in a system call on a
+  // file system that does not answer would hold the daemon's exit.
+  const bool exited = state_->cv.wait_for(g, std::chrono::milliseconds(500), [&] { return state_->exited; });
+  g.unlock();
+  if (exited)
+    worker_.join();
+  else
+    worker_.detach();
 }
 
 void WorkDirSizes::report(const std::vector<std::string>& dirs, nlohmann::json& measured,
                           nlohmann::json& not_measured) {
   const auto now = std::chrono::steady_clock::now();
   bool queued = false;
-  std::lock_guard g(mu_);
+  std::lock_guard g(state_->mu);
   for (const std::string& dir : dirs) {
-    Result& r = results_[dir];
+    Result& r = state_->results[dir];
     const bool have = !r.json.is_null();
     if (!r.measuring && (!have || now - r.when >= kFresh)) {
       r.measuring = true;
-      queue_.push_back(dir);
+      state_->queue.push_back(dir);
       queued = true;
     }
     if (have) {
@@ -189,25 +211,27 @@ void WorkDirSizes::report(const std::vector<std::string>& dirs, nlohmann::json& 
       not_measured.push_back({{"what", "workDirSizes"}, {"path", dir}, {"measuring", true}});
     }
   }
-  if (queued) cv_.notify_one();
+  if (queued) state_->cv.notify_all();
 }
 
-void WorkDirSizes::run() {
+void WorkDirSizes::run(const std::shared_ptr<State>& s) {
   pthread_setname_np(pthread_self(), "sbx-measure");
-  std::unique_lock g(mu_);
+  std::unique_lock g(s->mu);
   for (;;) {
-    cv_.wait(g, [&] { return stop_ || !queue_.empty(); });
-    if (stop_) return;
-    const std::string dir = queue_.front();
-    queue_.pop_front();
+    s->cv.wait(g, [&] { return s->stop || !s->queue.empty(); });
+    if (s->stop) break;
+    const std::string dir = s->queue.front();
+    s->queue.pop_front();
     g.unlock();
-    nlohmann::json figures = measure(dir, cancel_);
+    nlohmann::json figures = measure(dir, s->cancel);
     g.lock();
-    Result& r = results_[dir];
+    Result& r = s->results[dir];
     r.json = std::move(figures);
     r.when = std::chrono::steady_clock::now();
     r.measuring = false;
   }
+  s->exited = true;
+  s->cv.notify_all();
 }
 
 }  // namespace sup

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -33,7 +34,9 @@ class WorkDirSizes {
   static constexpr std::size_t kTopEntries = 20;
 
   WorkDirSizes();
-  ~WorkDirSizes();  ///< stops and joins the measuring thread
+  /// Stops the measuring thread; one stuck in a walk (a file system below a
+  /// working directory that does not answer) is left behind, not waited for.
+  ~WorkDirSizes();
   WorkDirSizes(const WorkDirSizes&) = delete;
   WorkDirSizes& operator=(const WorkDirSizes&) = delete;
 
@@ -43,19 +46,24 @@ class WorkDirSizes {
   void report(const std::vector<std::string>& dirs, nlohmann::json& measured, nlohmann::json& not_measured);
 
  private:
-  void run();
-
-  std::mutex mu_;
-  std::condition_variable cv_;
   struct Result {
     nlohmann::json json;                           // the figures, with measuredAt
     std::chrono::steady_clock::time_point when{};  // when measured
     bool measuring = false;
   };
-  std::map<std::string, Result> results_;  // guarded by mu_
-  std::deque<std::string> queue_;          // guarded by mu_
-  bool stop_ = false;                      // guarded by mu_
-  std::atomic<bool> cancel_{false};        // set with stop_: a walk under way gives up
+  /// Shared with the thread, which may outlive this object.
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::string, Result> results;  // guarded by mu
+    std::deque<std::string> queue;          // guarded by mu
+    bool stop = false;                      // guarded by mu
+    bool exited = false;                    // guarded by mu: the thread has returned
+    std::atomic<bool> cancel{false};        // set with stop: a walk under way gives up
+  };
+  static void run(const std::shared_ptr<State>& s);
+
+  std::shared_ptr<State> state_;
   std::thread worker_;
 };
 

@@ -1,9 +1,12 @@
 // The root status.json as the box report: steps, load, memory, disks, and
 // the background-measured sizes under the working directories.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -160,6 +163,41 @@ TEST_F(BoxReportTest, WorkDirSizesMeasuringThenMeasured) {
   EXPECT_EQ(w["entries"][1]["name"], "small");
   // Cached: the same measurement on the next read.
   EXPECT_EQ(root_status()["workDirSizes"][0]["measuredAt"], w["measuredAt"]);
+}
+
+TEST_F(BoxReportTest, AFileSystemBelowAWorkingDirectoryThatAnswersNothingHoldsNothing) {
+  const std::string work = dir_ + "/work", hung = work + "/hung";
+  ASSERT_EQ(run("mkdir -p \"$H\" && echo hi > \"$W/small\"", 20, {{"H", hung}, {"W", work}}).code, 0);
+  // Another sbxfs mounted below the working directory, stopped: it answers
+  // no request until it is continued.
+  auto r = run_argv({SBXFS_PATH, "--state-dir", dir_ + "/state-hung", hung}, 10);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const pid_t other = static_cast<pid_t>(std::stol(read_file(dir_ + "/state-hung/lock").data));
+  ASSERT_GT(other, 0);
+  // Continued and unmounted however the test ends.
+  const std::unique_ptr<void, std::function<void(void*)>> resume(this, [&](void*) {
+    ::kill(other, SIGCONT);
+    run_argv({"fusermount3", "-u", hung}, 10);
+  });
+  ASSERT_EQ(stat_errno(hung + "/status.json"), 0) << "the other one serves";
+  ASSERT_EQ(::kill(other, SIGSTOP), 0);
+
+  const std::string id = start(R"({"cmd": "sleep 30", "cwd": ")" + work + R"("})");
+  ASSERT_FALSE(id.empty());
+  json w;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json s = root_status();
+        if (s["workDirSizes"].empty()) return false;
+        w = s["workDirSizes"][0];
+        return true;
+      },
+      10s))
+      << "the walk waits for the stopped file system";
+  EXPECT_EQ(w["path"], work);
+  ASSERT_EQ(w["entries"].size(), 1u) << "the other file system is not counted: " << w;
+  EXPECT_EQ(w["entries"][0]["name"], "small");
+  EXPECT_EQ(kill_daemon(SIGTERM), 0) << "the daemon exits at once";
 }
 
 }  // namespace
