@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 
 #include "fsd/dispatcher.hpp"
 #include "fsd/filesystem.hpp"
+#include "fsd/mount_point_lock.hpp"
 #include "fsd/mount_watch.hpp"
 #include "fsd/stale_mount.hpp"
 #include "supervisor/supervisor.hpp"
@@ -30,6 +32,37 @@
 namespace fsd {
 
 namespace {
+
+/// How long a start waits for another daemon at the same mount point to
+/// mount (between its lock and its mount, nothing slow).
+constexpr std::chrono::seconds kMountLockWait{10};
+
+/// Why the mount point and the state directory cannot go together: the one
+/// in the other (the daemon would reach its own records through its own
+/// mount, or hide them under it). Symbolic links in their folders are
+/// resolved; the last names are not looked at (a mount point may be a stale
+/// or a hung mount).
+std::optional<std::string> overlap(const std::string& mountpoint, const std::string& state_dir) {
+  auto in = [](const std::string& a, const std::string& b) {
+    return a == b || a.starts_with(b.ends_with('/') ? b : b + "/");
+  };
+  auto resolved = [](const std::string& p) {
+    const std::filesystem::path path(p);
+    if (!path.has_parent_path() || path == path.root_path()) return p;
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::weakly_canonical(path.parent_path(), ec);
+    return ec ? p : (parent / path.filename()).string();
+  };
+  const std::pair<std::string, std::string> forms[] = {{mountpoint, state_dir},
+                                                       {resolved(mountpoint), resolved(state_dir)}};
+  for (const auto& [m, st] : forms) {
+    if (in(st, m))
+      return "the state directory " + state_dir + " is the mount point " + mountpoint +
+             " or inside it: give one outside it";
+    if (in(m, st)) return "the mount point " + mountpoint + " is inside the state directory " + state_dir;
+  }
+  return std::nullopt;
+}
 
 // ---- logging: every line timestamped; libfuse's last error kept for the launcher.
 
@@ -240,6 +273,10 @@ extern "C" const char* __lsan_default_options() { return "print_suppressions=0";
 int run(Options& opts) {
   const std::string mountpoint = absolute_path(opts.mountpoint);
   const std::string state_dir = absolute_path(opts.state_dir);
+  if (const std::optional<std::string> why = overlap(mountpoint, state_dir)) {
+    std::fprintf(stderr, "sbxfs: %s\n", why->c_str());
+    return 1;
+  }
 
   std::vector<std::string> secrets;
   if (!opts.secrets_file.empty()) {
@@ -306,8 +343,13 @@ int run(Options& opts) {
              st && st->running ? "its command runs on, supervised" : "shown as state error");
   }
 
+  // Checked again under the mount point's lock, held until the mount is
+  // made: of two daemons started there at the same moment, one mounts.
   std::filesystem::create_directories(mountpoint, ec);
   if (ec) return fail("cannot create mount point " + mountpoint + ": " + ec.message());
+  sup::Result<MountPointLock> mount_lock = MountPointLock::take(mountpoint, kMountLockWait);
+  if (!mount_lock) return fail(mount_lock.error().message);
+  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
 
   Config cfg;
   cfg.mountpoint = mountpoint;
@@ -331,6 +373,7 @@ int run(Options& opts) {
     const std::string why = last_fuse_error();
     return fail("cannot mount " + mountpoint + (why.empty() ? "" : ": " + why));
   }
+  mount_lock->release();
   fuse_log(FUSE_LOG_NOTICE, "sbxfs: mounted at %s\n", mountpoint.c_str());
   launcher.ready();
   fs->invalidator().start(se);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -16,9 +17,10 @@ struct Out {
   std::string text;
 };
 
-Out run_daemon(const std::string& args) {
+/// `sh -c CMD`, its stdout and stderr together.
+Out run_shell(const std::string& sh_command) {
   Out o;
-  std::string cmd = "timeout 10 '" SBXFS_PATH "' " + args + " 2>&1";
+  const std::string cmd = "{ " + sh_command + "; } 2>&1";
   FILE* f = ::popen(cmd.c_str(), "r");
   if (!f) return o;
   char buf[4096];
@@ -27,6 +29,16 @@ Out run_daemon(const std::string& args) {
   int st = ::pclose(f);
   o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return o;
+}
+
+Out run_daemon(const std::string& args) { return run_shell("timeout 10 '" SBXFS_PATH "' " + args); }
+
+/// Unmounts whatever is mounted below `dir` (a daemon that should have been
+/// refused), then removes it.
+void remove_test_dir(const std::string& dir) {
+  run_shell("for i in 1 2 3; do for m in $(grep -o ' " + dir +
+            "/[^ ]*' /proc/mounts | sort -r); do fusermount3 -u $m || fusermount3 -uz $m; done; done");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DaemonCli, Help) {
@@ -44,6 +56,49 @@ TEST(DaemonCli, Version) {
     EXPECT_EQ(o.code, 0) << flag << ": " << o.text;
     EXPECT_NE(o.text.find("0."), std::string::npos) << "a version number: " << o.text;
   }
+}
+
+TEST(DaemonCli, AStateDirectoryInTheMountPointIsRefused) {
+  char tmpl[] = "/tmp/sbxfs-cli-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string t = tmpl;
+  for (const auto& [state, mnt, why] :
+       {std::tuple{t + "/m/st", t + "/m", "the state directory " + t + "/m/st is the mount point " + t + "/m or inside it"},
+        std::tuple{t + "/m", t + "/m", "the state directory " + t + "/m is the mount point " + t + "/m or inside it"},
+        std::tuple{t + "/s", t + "/s/m", "the mount point " + t + "/s/m is inside the state directory " + t + "/s"}}) {
+    for (const char* fg : {"-f ", ""}) {
+      auto o = run_daemon(fg + std::string("--state-dir ") + state + " " + mnt);
+      EXPECT_EQ(o.code, 1) << o.text;
+      EXPECT_NE(o.text.find(why), std::string::npos) << o.text;
+    }
+  }
+  // Through a symbolic link to a folder of the mount point's.
+  ASSERT_EQ(::symlink(tmpl, (t + "/link").c_str()), 0);
+  auto o = run_daemon("-f --state-dir " + t + "/link/m/st " + t + "/m");
+  EXPECT_EQ(o.code, 1) << o.text;
+  EXPECT_NE(o.text.find("is the mount point " + t + "/m or inside it"), std::string::npos) << o.text;
+  EXPECT_FALSE(std::filesystem::exists(t + "/m")) << "nothing made";
+  remove_test_dir(tmpl);
+}
+
+TEST(DaemonCli, OfTwoDaemonsStartedAtOnceAtOneMountPointOneMounts) {
+  char tmpl[] = "/tmp/sbxfs-cli-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string t = tmpl;
+  // Each with a state directory of its own: only the mount point is shared.
+  // A race, so three rounds.
+  for (int round = 0; round < 3; ++round) {
+    const std::string m = t + "/m" + std::to_string(round);
+    auto o = run_shell("M=" + m + "; T=" + t + "; S='" SBXFS_PATH "'; mkdir -p $M; " +
+                       "(timeout 10 $S --state-dir $T/a$M $M; echo \"rc $?\") & " +
+                       "(timeout 10 $S --state-dir $T/b$M $M; echo \"rc $?\") & wait; " +
+                       "echo mounts $(grep -c \" $M \" /proc/mounts); fusermount3 -u $M");
+    EXPECT_NE(o.text.find("rc 0"), std::string::npos) << o.text;
+    EXPECT_NE(o.text.find("rc 1"), std::string::npos) << o.text;
+    EXPECT_NE(o.text.find("a live sbxfs is already mounted at " + m), std::string::npos) << o.text;
+    EXPECT_NE(o.text.find("mounts 1"), std::string::npos) << o.text;
+  }
+  remove_test_dir(tmpl);
 }
 
 }  // namespace
