@@ -113,11 +113,12 @@ Result<std::unique_ptr<BoxSteps>> BoxSteps::open(std::string dir, std::chrono::s
   // older than that is not completed when its command ends.
   std::vector<std::string> files = b->day_files();
   if (files.size() > 2) files.erase(files.begin(), files.end() - 2);
-  std::vector<BoxStep> steps = b->read_days(files);
-  // Ids go on from the latest ones. An id seen again in an older file is
-  // harmless: a completion follows its step closely, and applies to the
-  // latest step of that id read before it.
-  for (const BoxStep& s : steps) b->next_id_ = std::max(b->next_id_, s.id + 1);
+  std::uint64_t last_id = 0;
+  std::vector<BoxStep> steps = b->read_days(files, &last_id);
+  // Ids go on from the latest ones, expired ones included: a command still
+  // running completes its start step by id, also after steps older than
+  // keep are hidden, so an id is never given twice while its line is kept.
+  b->next_id_ = std::max(b->next_id_, last_id + 1);
   for (const BoxStep& s : steps) {
     if ((s.kind == "start" || s.kind == "stop") && !s.ms && !s.error && !s.bg_id.empty()) {
       if (auto t = iso_to_ms(s.at)) b->open_[s.bg_id].push_back({s.id, *t, s.kind});
@@ -159,7 +160,7 @@ void BoxSteps::prune_days() {
   }
 }
 
-std::vector<BoxStep> BoxSteps::read_days(const std::vector<std::string>& files) const {
+std::vector<BoxStep> BoxSteps::read_days(const std::vector<std::string>& files, std::uint64_t* last_id) const {
   std::vector<BoxStep> out;
   std::unordered_map<std::uint64_t, std::size_t> index;
   for (const std::string& f : files) {
@@ -174,6 +175,7 @@ std::vector<BoxStep> BoxSteps::read_days(const std::vector<std::string>& files) 
         continue;
       }
       std::optional<BoxStep> s = step_of_line(j);
+      if (s && last_id) *last_id = std::max(*last_id, s->id);
       if (!s || expired(s->at)) continue;
       index[s->id] = out.size();
       out.push_back(std::move(*s));

@@ -97,8 +97,10 @@ class BoxSteps {
   void append(const nlohmann::json& line);
   /// Removes day files whose every step is older than keep_. Holds mu_.
   void prune_days();
-  /// Every kept step of `files` (in order), completions applied, oldest first.
-  std::vector<BoxStep> read_days(const std::vector<std::string>& files) const;
+  /// Every kept step of `files` (in order), completions applied, oldest
+  /// first; `last_id`, when given, the highest id of any step there, kept
+  /// or expired.
+  std::vector<BoxStep> read_days(const std::vector<std::string>& files, std::uint64_t* last_id = nullptr) const;
   std::vector<std::string> day_files() const;
   bool expired(const std::string& at) const;
 

@@ -12,6 +12,7 @@
 
 #include "supervisor/box_steps.hpp"
 #include "supervisor/clock.hpp"
+#include "supervisor/log_index.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -148,6 +149,37 @@ TEST_F(BoxStepsTest, OldStepsAndDayFilesArePruned) {
   // keep 0: forever.
   auto forever = open(std::chrono::seconds(0));
   EXPECT_EQ(json::parse(forever->all()).size(), 1u);
+}
+
+TEST_F(BoxStepsTest, AnIdIsNotGivenAgainAfterItsStepExpired) {
+  // A step written an hour ago, open (its command still runs), hidden by a
+  // keep of a minute: a new step must not take its id, or that command's
+  // end would complete the new one.
+  ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
+  {
+    std::ofstream f(today_file());
+    f << json({{"id", 7}, {"at", sup::iso_of_us((sup::now_ms() - 3600 * 1000) * 1000)}, {"kind", "start"},
+               {"summary", "sleep 3600"}, {"bgId", "0001"}, {"ok", true}})
+             .dump()
+      << "\n";
+  }
+  {
+    auto b = open(std::chrono::seconds(60));
+    EXPECT_TRUE(b->latest().empty());
+    EXPECT_EQ(b->add(step("start", "0002", "true"), true), 8u);
+    b->complete_ended("0002", 0, "", false, sup::now_ms());
+  }
+  // A daemon that keeps a week again: the old start is shown, still open,
+  // and completed by its own command's end alone.
+  auto b = open();
+  ASSERT_TRUE(b->has_open("0001"));
+  b->complete_ended("0001", 0, "", false, sup::now_ms());
+  const json all = json::parse(b->all());
+  ASSERT_EQ(all.size(), 2u) << all.dump();
+  EXPECT_EQ(all[0]["summary"], "sleep 3600");
+  EXPECT_GE(all[0]["ms"].get<long>(), 3600 * 1000 - 1000) << all.dump();
+  EXPECT_EQ(all[1]["summary"], "true");
+  EXPECT_LT(all[1]["ms"].get<long>(), 60 * 1000) << all.dump();
 }
 
 TEST_F(BoxStepsTest, SummariesAreCutAtACharacter) {
