@@ -4,6 +4,8 @@
 
 #include "supervisor/files.hpp"
 #include "supervisor/log_index.hpp"
+#include "supervisor/log_watch.hpp"
+#include "supervisor/notify_record.hpp"
 #include "supervisor/ready_record.hpp"
 
 namespace sup {
@@ -12,7 +14,7 @@ void Supervisor::Impl::save_ready(const Record& r) const {
   // No fsync: readiness is re-probed after a crash if this is lost (a log
   // match then has the same time: the output's own).
   (void)write_file_atomic(dir_of(r.id) + "/" + kReadyFile,
-                          format_ready(ReadyRecord{r.ready_cond, r.ready, r.ready_at, r.ready_match}));
+                          format_ready(ReadyRecord{r.ready_cond, r.ready, r.ready_at, r.ready_match, r.ready_settled}));
 }
 
 void Supervisor::Impl::start_probe(const std::string& id) {
@@ -88,6 +90,45 @@ void Supervisor::Impl::probe_finish(const std::string& id) {
     probes.erase(id);
   }
   reader_probes->finish(id);
+}
+
+void Supervisor::Impl::settle_ready(const std::string& id) {
+  std::optional<ReadyCondition> cond;
+  std::vector<std::string> secrets;
+  {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it == records.end() || !has_ended(it->second.state) || it->second.ready || !it->second.ready_cond) return;
+    cond = it->second.ready_cond;
+    secrets = secrets_of(&it->second);
+  }
+  std::erase_if(secrets, [](const std::string& v) { return v.empty(); });
+  // What a daemon that ran would have seen: its output, searched whole as
+  // at an end (a last line without a newline too), or the readyFd's note.
+  // A port or an http server of an ended command has nothing to answer.
+  std::optional<ReadyMatch> found;
+  if (cond->kind == ReadyCondition::Kind::log) {
+    LogWatch whole(dir_of(id), std::move(secrets));
+    whole.add(*cond, [&found](const ReadyMatch& m) { found = m; });
+    whole.finish();
+  } else if (cond->kind == ReadyCondition::Kind::notify) {
+    if (auto text = read_file(dir_of(id) + "/" + kNotifiedFile); text.ok() && text.value())
+      if (const std::optional<std::int64_t> at = parse_notified(*text.value())) {
+        found.emplace();
+        found->kind = ReadyCondition::Kind::notify;
+        found->time_us = *at;
+      }
+  }
+  std::lock_guard g(mu);
+  auto it = records.find(id);
+  if (it == records.end() || it->second.ready) return;
+  if (found) {
+    it->second.ready = true;
+    it->second.ready_at = iso_of_us(found->time_us);
+    it->second.ready_match = found;
+  }
+  it->second.ready_settled = true;
+  save_ready(it->second);
 }
 
 }  // namespace sup

@@ -11,6 +11,7 @@ std::string format_ready(const ReadyRecord& r) {
             {"ready", r.ready},
             {"readyAt", r.ready_at.empty() ? json(nullptr) : json(r.ready_at)}};
   if (r.matched) j["matched"] = r.matched->to_json();
+  if (r.settled) j["settled"] = true;
   return j.dump() + "\n";
 }
 
@@ -24,6 +25,7 @@ std::optional<ReadyRecord> parse_ready(const std::string& text) {
   const json& ready = j.contains("ready") ? j["ready"] : json(false);
   r.ready = ready.is_boolean() && ready.get<bool>();
   if (j.contains("readyAt") && j["readyAt"].is_string()) r.ready_at = j["readyAt"].get<std::string>();
+  r.settled = j.contains("settled") && j["settled"].is_boolean() && j["settled"].get<bool>();
   return r;
 }
 

@@ -16,6 +16,9 @@ struct ReadyRecord {
   bool ready = false;
   std::string ready_at;                      ///< empty: not ready yet
   std::optional<ReadyMatch> matched;         ///< what made it ready
+  /// The command has ended and its output was looked at for the condition
+  /// once more by a daemon that took the record back: not looked at again.
+  bool settled = false;
 };
 
 /// The file's text, one line.

@@ -59,6 +59,7 @@ struct Record {
   bool telling_end = false;
   std::string ready_at;
   std::optional<ReadyMatch> ready_match;  // what made it ready
+  bool ready_settled = false;             // ended, and looked at once more after a restart (ready.json)
   bool scanning = false;  // its monitor left no exit.json: /proc is being searched for what is left
   // stdin: "pipe": the daemon's write end, opened at the first write, let go
   // at the end or the close of the input (drop_stdin); the close is for good.

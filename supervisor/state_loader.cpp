@@ -131,6 +131,7 @@ void Supervisor::Impl::load_record(const std::string& id) {
       r.ready = saved->ready;
       r.ready_at = saved->ready_at;
       r.ready_match = saved->matched;
+      r.ready_settled = saved->settled;
     }
   }
   // Automatic ids go on after those given; a name that only looks like one
@@ -142,7 +143,12 @@ void Supervisor::Impl::load_record(const std::string& id) {
   auto it = put_record(id, std::move(r));
   ++listing_gen;
   if (it->second.error && has_ended(it->second.state)) it->second.state = CommandState::error;
-  if (has_ended(it->second.state)) note_ended(it->second);
+  if (has_ended(it->second.state)) {
+    note_ended(it->second);
+    // It may have become ready, and ended, while no daemon ran.
+    if (it->second.ready_cond && !it->second.ready && !it->second.ready_settled)
+      loop->post([this, id] { settle_ready(id); });
+  }
   if (is_running(it->second.state)) {
     if (const std::string& cg = it->second.monitor.cgroup; !cg.empty()) {
       const std::uint64_t n = std::strtoull(cg.c_str() + cg.rfind('-') + 1, nullptr, 10);

@@ -307,6 +307,45 @@ TEST_F(ReadyReadersTest, ReadyAtAfterADaemonKillAndRestartIsTheOutputsTime) {
   EXPECT_EQ(status_json(id)["readyAt"], printed);
 }
 
+TEST_F(ReadyReadersTest, ReadyAndEndedWhileNoDaemonRanIsReadyAfterTheRestart) {
+  // Ready (a log line; a readyFd's newline) and ended while the daemon was
+  // down: the next daemon finds it in what the command left.
+  const std::string gate = dir_ + "/gate";
+  const std::string wait_gate = "while [ ! -e '" + gate + "' ]; do sleep 0.05; done; ";
+  const std::string log_id = start(json({{"cmd", wait_gate + "echo READY; printf prompt"}, {"readyLog", "^READY$"}}).dump());
+  const std::string end_id = start(json({{"cmd", wait_gate + "printf 'last words'"}, {"readyLog", "words$"}}).dump());
+  const std::string fd_id = start(json({{"cmd", wait_gate + "echo >&3"}, {"readyFd", 3}}).dump());
+  const std::string never = start(json({{"cmd", wait_gate + "echo nothing"}, {"readyLog", "^READY$"}}).dump());
+  ASSERT_FALSE(log_id.empty() || end_id.empty() || fd_id.empty() || never.empty());
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ASSERT_EQ(write_file(gate, "", O_WRONLY | O_CREAT), 0);
+  for (const std::string& id : {log_id, end_id, fd_id, never})
+    ASSERT_TRUE(wait_until([&] { return stat_errno(state_ + "/procs/" + id + "/exit.json") == 0; }, 10s)) << id;
+  ASSERT_TRUE(start_daemon());
+  auto ready_of = [&](const std::string& id) {
+    json s;
+    wait_until([&] { s = status_json(id); return s["ready"] == true; }, 5s);
+    return s;
+  };
+  json s = ready_of(log_id);
+  EXPECT_EQ(s["ready"], true) << s.dump();
+  EXPECT_EQ(s["readyAt"], event_time(log_id, "READY"));
+  EXPECT_EQ(cat_json("procs/" + log_id + "/ready")["matched"]["text"], "READY");
+  s = ready_of(end_id);
+  EXPECT_EQ(s["ready"], true) << "a last line without a newline: " << s.dump();
+  EXPECT_EQ(s["readyAt"], event_time(end_id, "last words"));
+  s = ready_of(fd_id);
+  EXPECT_EQ(s["ready"], true) << s.dump();
+  EXPECT_TRUE(is_iso_time(s["readyAt"]));
+  EXPECT_EQ(cat_json("procs/" + fd_id + "/ready")["matched"]["kind"], "notify");
+  EXPECT_EQ(status_json(never)["ready"], false);
+  // What was found is kept, and one not ready stays so.
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(start_daemon());
+  EXPECT_EQ(status_json(log_id)["readyAt"], event_time(log_id, "READY"));
+  EXPECT_EQ(status_json(never)["ready"], false);
+}
+
 TEST_F(ReadyReadersTest, BadKeysAndValuesAreEinvalWithALineInErrors) {
   std::string id = start("sleep 30");
   ASSERT_FALSE(id.empty());
