@@ -40,7 +40,12 @@ sup::Result<std::optional<sup::ReadyCondition>> condition_of_name(const Node& no
     if (const std::optional<std::int64_t> n = node.keys().number(key)) j[key] = *n;
   for (const char* key : {"readyLog", "readyLogStream"})
     if (const std::optional<std::string> t = node.keys().text(key)) j[key] = *t;
-  return sup::ready_condition_from_json(j, sup::ReadyKeys::ready_file);
+  sup::Result<std::optional<sup::ReadyCondition>> c = sup::ready_condition_from_json(j, sup::ReadyKeys::ready_file);
+  // Which key is wrong, as for every key of a name (the pattern's own
+  // messages do not say).
+  if (!c && j.contains("readyLog") && c.error().message.find("readyLog") == std::string::npos)
+    return sup::Error{c.error().code, "readyLog: " + c.error().message};
+  return c;
 }
 
 class ReadyHandle : public BlockingReadHandle {
@@ -130,7 +135,7 @@ class ReadyHandle : public BlockingReadHandle {
   Reply decide() {
     std::lock_guard g(mu_);
     if (!name_error_.empty()) {
-      if (!name_error_said_) fs_.errors().add("procs/" + id_ + "/" + name_, EINVAL, name_error_, "", id_);
+      if (!name_error_said_) fs_.errors().add("procs/" + id_ + "/" + name_, EINVAL, name_error_, name_, id_);
       name_error_said_ = true;
       return Reply::error(EINVAL);
     }

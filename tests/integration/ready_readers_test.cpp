@@ -365,6 +365,10 @@ TEST_F(ReadyReadersTest, BadKeysAndValuesAreEinvalWithALineInErrors) {
     ASSERT_TRUE(e.is_object()) << "no line in errors for " << c.rel << ": " << json(errors()).dump();
     EXPECT_EQ(e["errno"], "EINVAL");
     EXPECT_NE(e.value("error", "").find(c.says), std::string::npos) << e.dump();
+    // Which key: in the reason, and the name as the request.
+    const std::string key = c.rel.substr(c.rel.find(',') + 1, c.rel.find('=') - c.rel.find(',') - 1);
+    EXPECT_NE(e.value("error", "").find(key), std::string::npos) << e.dump();
+    EXPECT_EQ(e["request"], c.rel.substr(c.rel.rfind('/') + 1)) << e.dump();
   }
   for (const char* bad : {R"({"readyFd": 3})", R"({"readyLog": "x", "readyLogStream": 1})", "http 80 / 700",
                           R"({"readyPort": 80, "readyHttp": "/", "readyHttpStatus": {"min": 1}})"}) {
