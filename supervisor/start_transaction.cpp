@@ -306,6 +306,11 @@ void Supervisor::Impl::start_report(std::uint64_t token) {
       s.let_go = true;
       arm_start_timer(s, kReportOk);
       s.launch->go();
+      // Not before the go: a daemon that dies before it leaves the command
+      // cancelled by its monitor, and the record queued still, for the next
+      // daemon to start; after it, monitor.json says the record is no
+      // longer queued (load_queued).
+      if (s.from_queue) ::unlink((s.final_dir + "/queued").c_str());
       continue;
     }
     auto ok = PendingLaunch::parse(*line, kReportOk);
@@ -342,7 +347,6 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   s.monitor = m;
   std::lock_guard g(mu);
   if (s.from_queue) {
-    ::unlink((s.final_dir + "/queued").c_str());  // monitor.json says more now
     auto it = records.find(s.id);
     if (it == records.end()) return Error{Errc::not_found, "'" + s.id + "' was removed before it started"};
     it->second.state = transition(it->second.state, CommandEvent::started).next;

@@ -161,6 +161,37 @@ TEST_P(QueueTest, ARestartedDaemonStartsWhatIsQueued) {
   EXPECT_EQ(wait_ended(a, 20s)["running"], false);
 }
 
+TEST_P(QueueTest, ADaemonKilledWhileItStartsAQueuedCommandLosesNothing) {
+  // The daemon removes the record's `queued` file as it lets the command
+  // go; killed just then (its unlink held 3 s by strace), the record must
+  // be there after the restart, its command run exactly once.
+  const std::string a = blocker("go-a"), b = blocker("go-b");
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string q1 = queued(1);
+  ASSERT_FALSE(q1.empty());
+  const std::string queued_file = state_ + "/procs/" + q1 + "/queued";
+  ASSERT_EQ(stat_errno(queued_file), 0);
+  const std::string traced = dir_ + "/strace.out";
+  const pid_t tracer = spawn_bg("exec strace -f -p " + std::to_string(daemon_pid()) + " -P '" + queued_file +
+                                    "' -e trace=unlink -e inject=unlink:delay_exit=3000000 -o '" + traced + "'",
+                                dir_ + "/strace.err");
+  ASSERT_GT(tracer, 0);
+  ASSERT_TRUE(wait_until([&] { return read_file(dir_ + "/strace.err").data.find("attached") != std::string::npos; }, 10s))
+      << read_file(dir_ + "/strace.err").data;
+  release("go-a");
+  ASSERT_TRUE(wait_until([&] { return stat_errno(queued_file) == ENOENT; }, 10s));
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ::kill(tracer, SIGKILL);
+  wait_bg(tracer, 5s);
+  ASSERT_TRUE(start_daemon());
+  const json w = wait_json(q1, 20);
+  ASSERT_TRUE(w.is_object()) << "the record is gone";
+  EXPECT_EQ(w["proc"]["exitCode"], 0) << w.dump();
+  EXPECT_TRUE(wait_until([&] { return read_file(order_file()).data == "1\n"; }, 5s)) << read_file(order_file()).data;
+  release("go-b");
+  wait_ended(b);
+}
+
 TEST_P(QueueTest, AQueuedCommandSurvivesADaemonRestartAndCanBeStopped) {
   const std::string a = blocker("go-a"), b = blocker("go-b");
   ASSERT_FALSE(a.empty() || b.empty());
