@@ -77,6 +77,7 @@ class CmdHandle : public Handle {
   Reply write(fuse_req_t req, std::string_view data, off_t off) override {
     std::unique_lock g(mu_);
     wrote_ = true;
+    opener_.wrote(fuse_req_ctx(req)->pid);
     if (starting_) {
       fs_.errors().add(path(), EBUSY, "a start is under way on this open file: write the next request after it answered",
                        sup::mask_secrets_in_json(data, secrets_of(data)), slot_);
@@ -132,8 +133,8 @@ class CmdHandle : public Handle {
     std::unique_lock g(mu_);
     too_big_ = false;
     if (starting_) return Reply::error(0);  // the request that started it answers for it
-    // A child's close of the copy it inherited neither ends a request nor
-    // is an empty one.
+    // A child's close of the copy it inherited, if it did not write through
+    // it, neither ends a request nor is an empty one.
     const pid_t closer = fuse_req_ctx(req)->pid;
     if (!opener_.includes(closer)) return Reply::error(0);
     if (!wrote_ && !done_ && write_only_ && !open_elsewhere(closer, path("/"), ino_))
@@ -338,7 +339,7 @@ class CmdHandle : public Handle {
   const std::string shown_;  // what a read without a write shows
   const fuse_ino_t ino_;
   const bool write_only_;    // opened O_WRONLY: a close with nothing written is an empty request
-  const OpenerProcess opener_;  // whose close counts
+  OpenerProcess opener_;  // whose close counts (the opener's, a writer's); guarded by mu_
   std::mutex mu_;
   std::string buf_;             // guarded by mu_: the request being written
   bool wrote_ = false;          // guarded by mu_: a write came on this open file

@@ -29,10 +29,27 @@ pid_t process_of(pid_t tid) {
 
 }  // namespace
 
+void OpenerProcess::wrote(pid_t tid) {
+  for (pid_t& t : tids_) {
+    if (t == tid) return;
+    if (t == 0) {
+      t = tid;
+      return;
+    }
+  }
+}
+
 bool OpenerProcess::includes(pid_t tid) const {
-  if (tid == tid_) return true;
-  const pid_t opener = process_of(tid_), closer = process_of(tid);
-  return opener == 0 || closer == 0 || opener == closer;
+  for (const pid_t t : tids_)
+    if (t == tid) return true;
+  const pid_t closer = process_of(tid);
+  if (closer == 0) return true;
+  for (const pid_t t : tids_) {
+    if (t == 0) break;
+    const pid_t known = process_of(t);
+    if (known == 0 || known == closer) return true;
+  }
+  return false;
 }
 
 }  // namespace fsd

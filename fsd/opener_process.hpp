@@ -1,26 +1,36 @@
 #pragma once
-// Which close of an open file is its opener's. FUSE sends a flush for every
-// close(2) of a descriptor of the open file, also by a process that only
-// inherited it: a child closes its copy when it execs (close-on-exec) or
-// exits. For the files whose close does something (cmd: an empty request,
-// or the end of one; stop: the stop; stdin,eof: the end of the input),
-// only the process that opened the file closes it.
+// Which close of an open file counts. FUSE sends a flush for every close(2)
+// of a descriptor of the open file, also by a process that only inherited
+// it: a child closes its copy when it execs (close-on-exec) or exits. For
+// the files whose close does something (cmd: an empty request, or the end
+// of one; stop: the stop; stdin,eof: the end of the input), the close of
+// the process that opened the file counts, and for cmd also that of a
+// process that wrote through it: sh (dash) opens `cat req > cmd`'s file
+// itself and lets the child it starts write, and the child is the one that
+// should hear, at its close, that the request was refused.
 #include <sys/types.h>
+
+#include <array>
+#include <cstddef>
 
 namespace fsd {
 
 class OpenerProcess {
  public:
   /// `tid`: the open's requester, as FUSE gives it (a thread's id).
-  explicit OpenerProcess(pid_t tid) : tid_(tid) {}
+  explicit OpenerProcess(pid_t tid) : tids_{tid} {}
 
-  /// Whether thread `tid` (a flush's requester) is of the opener's process.
-  /// True when /proc cannot tell (the opener's thread is gone, or either is
+  /// Thread `tid` wrote through the file: its process's close counts too
+  /// (the first few such processes).
+  void wrote(pid_t tid);
+
+  /// Whether thread `tid` (a flush's requester) is of the opener's process
+  /// (or of a writer's). True when /proc cannot tell (a thread gone, or
   /// outside the daemon's pid namespace): the close counts, as any did.
   bool includes(pid_t tid) const;
 
  private:
-  pid_t tid_;
+  std::array<pid_t, 4> tids_;  // the opener's, then writers'; 0: none
 };
 
 }  // namespace fsd
