@@ -22,16 +22,29 @@ std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::st
       if (!guard->fn) return;  // cancelled already
     }
     if (!still_running()) return;
-    if (c.kind == ReadyCondition::Kind::notify) notify_.insert(token);
-    // On the loop thread, as is the decision to stop reporting writes:
-    // none falls between this and the probe's entry below.
-    if (c.kind == ReadyCondition::Kind::log) want_output_(id);
-    std::shared_ptr<ReadinessProbe> probe =
-        ReadinessProbe::start(loop_, c, dir, c.kind == ReadyCondition::Kind::log ? logs_.of(id) : nullptr,
-                              [this, token, guard](const ReadyMatch& m) { fire(token, guard, m); });
-    probes_[token] = Probe{id, c, guard, std::move(probe)};
+    Probe& p = probes_[token] = Probe{id, c, guard, nullptr, dir};
+    const bool tries = c.kind == ReadyCondition::Kind::port || c.kind == ReadyCondition::Kind::http;
+    if (!tries || record_probe_(id) != c) start(token, p);
   });
   return token;
+}
+
+void ReaderProbes::start(std::uint64_t token, Probe& p) {
+  if (p.cond.kind == ReadyCondition::Kind::notify) notify_.insert(token);
+  // On the loop thread, as is the decision to stop reporting writes:
+  // none falls between this and the probe's entry below.
+  if (p.cond.kind == ReadyCondition::Kind::log) want_output_(p.id);
+  p.probe = ReadinessProbe::start(loop_, p.cond, p.dir, p.cond.kind == ReadyCondition::Kind::log ? logs_.of(p.id) : nullptr,
+                                  [this, token, guard = p.guard](const ReadyMatch& m) { fire(token, guard, m); });
+}
+
+void ReaderProbes::record_probe_changed(const std::string& id) {
+  const std::optional<ReadyCondition> now = record_probe_(id);
+  std::vector<std::uint64_t> on_their_own;
+  for (auto& [token, p] : probes_)
+    if (p.id == id && !p.probe && p.cond != now) on_their_own.push_back(token);
+  for (std::uint64_t token : on_their_own)
+    if (auto it = probes_.find(token); it != probes_.end()) start(token, it->second);
 }
 
 bool ReaderProbes::watching(const std::string& id) const {
@@ -86,7 +99,7 @@ void ReaderProbes::each_of(const std::string& id, Fn fn) {
   // A callback may post an erase, never erase at once: still, walk a copy.
   std::vector<std::shared_ptr<ReadinessProbe>> mine;
   for (auto& [token, p] : probes_)
-    if (p.id == id) mine.push_back(p.probe);
+    if (p.id == id && p.probe) mine.push_back(p.probe);
   for (auto& p : mine) fn(*p);
 }
 

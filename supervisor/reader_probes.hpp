@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -29,12 +30,17 @@ class ReaderProbes {
   using OnReady = std::function<void(const ReadyMatch&)>;
 
   using WantOutput = std::function<void(const std::string& id)>;
+  /// The condition the record's own probe checks now, if it runs (loop thread).
+  using RecordProbe = std::function<std::optional<ReadyCondition>(const std::string& id)>;
 
   /// `logs`: the commands' LogWatches (shared with the records' probes);
   /// `want_output`: called before a log condition's probe first looks, so
-  /// that the command's writes are reported from then on.
-  ReaderProbes(EventLoop& loop, LogWatches& logs, WantOutput want_output)
-      : loop_(loop), logs_(logs), want_output_(std::move(want_output)) {}
+  /// that the command's writes are reported from then on; `record_probe`:
+  /// a reader of a port or http condition the record's probe checks is
+  /// answered by that probe (held()) and connects to nothing itself, so
+  /// that a server sees one series of tries however many wait.
+  ReaderProbes(EventLoop& loop, LogWatches& logs, WantOutput want_output, RecordProbe record_probe)
+      : loop_(loop), logs_(logs), want_output_(std::move(want_output)), record_probe_(std::move(record_probe)) {}
 
   /// Starts probing `c` for command `id` (its folder `dir`), soon, on
   /// the loop thread, unless `still_running` says no by then. `on_ready`
@@ -48,6 +54,9 @@ class ReaderProbes {
   /// `c` holds on `id` (the record's own probe found `m`): the readers
   /// probing the same condition are answered with it now (loop thread).
   void held(const std::string& id, const ReadyCondition& c, const ReadyMatch& m);
+  /// The record's own probe of `id` changed (a new condition) or stopped:
+  /// readers that leaned on it for another condition probe it themselves.
+  void record_probe_changed(const std::string& id);  // loop thread
   void output(const std::string& id);  ///< the folder of `id` changed (loop thread)
   void finish(const std::string& id);  ///< `id` ended: probing stops (loop thread)
   void clear();                        ///< drops every probe (loop thread)
@@ -65,8 +74,11 @@ class ReaderProbes {
     std::string id;
     ReadyCondition cond;
     std::shared_ptr<Guard> guard;
-    std::shared_ptr<ReadinessProbe> probe;
+    std::shared_ptr<ReadinessProbe> probe;  ///< null: the record's probe answers it
+    std::string dir;
   };
+  /// Starts the probe of `token`'s reader (loop thread).
+  void start(std::uint64_t token, Probe& p);
   void erase(std::uint64_t token);  // loop thread
   void fire(std::uint64_t token, const std::shared_ptr<Guard>& guard, const ReadyMatch& m);  // loop thread
   template <class Fn>
@@ -75,6 +87,7 @@ class ReaderProbes {
   EventLoop& loop_;
   LogWatches& logs_;
   WantOutput want_output_;
+  RecordProbe record_probe_;
   std::atomic<std::uint64_t> next_{1};
   std::mutex mu_;
   std::map<std::uint64_t, std::shared_ptr<Guard>> guards_;  // guarded by mu_

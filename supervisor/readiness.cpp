@@ -26,13 +26,26 @@ void Supervisor::Impl::start_probe(const std::string& id) {
     cond = it->second.ready_cond;
   }
   probes.erase(id);
-  if (!cond) return;
-  std::shared_ptr<LogWatch> log = cond->kind == ReadyCondition::Kind::log ? log_watches->of(id) : nullptr;
-  // Writes are reported from before the probe's first look; on the loop
-  // thread, where the decision to stop reporting them is taken too.
-  if (log) want_output(id);
-  probes[id] = ReadinessProbe::start(*loop, *cond, dir_of(id), std::move(log),
-                                     [this, id](const ReadyMatch& m) { mark_ready(id, m); });
+  if (cond) {
+    std::shared_ptr<LogWatch> log = cond->kind == ReadyCondition::Kind::log ? log_watches->of(id) : nullptr;
+    // Writes are reported from before the probe's first look; on the loop
+    // thread, where the decision to stop reporting them is taken too.
+    if (log) want_output(id);
+    probes[id] = ReadinessProbe::start(*loop, *cond, dir_of(id), std::move(log),
+                                       [this, id](const ReadyMatch& m) { mark_ready(id, m); });
+  }
+  // Readers that waited on the old condition through the record's probe
+  // now try it themselves.
+  reader_probes->record_probe_changed(id);
+}
+
+std::optional<ReadyCondition> Supervisor::Impl::record_probe_condition(const std::string& id) {
+  auto pr = probes.find(id);
+  if (pr == probes.end() || !pr->second) return std::nullopt;
+  std::lock_guard g(mu);
+  auto it = records.find(id);
+  if (it == records.end() || it->second.ready) return std::nullopt;
+  return it->second.ready_cond;
 }
 
 void Supervisor::Impl::mark_ready(const std::string& id, const ReadyMatch& m, bool news_later) {

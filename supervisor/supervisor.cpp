@@ -68,8 +68,9 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
           auto it = ip->records.find(id);
           return ip->secrets_of(it == ip->records.end() ? nullptr : &it->second);
         });
-    impl->reader_probes = std::make_unique<ReaderProbes>(*impl->loop, *impl->log_watches,
-                                                         [ip](const std::string& id) { ip->want_output(id); });
+    impl->reader_probes = std::make_unique<ReaderProbes>(
+        *impl->loop, *impl->log_watches, [ip](const std::string& id) { ip->want_output(id); },
+        [ip](const std::string& id) { return ip->record_probe_condition(id); });
   } catch (const std::exception& e) {
     return Error{Errc::try_again, e.what()};
   }

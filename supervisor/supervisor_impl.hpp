@@ -201,6 +201,8 @@ struct Supervisor::Impl {
 
   // readiness.cpp
   void start_probe(const std::string& id);  // loop thread
+  /// The condition the record's own probe of `id` checks, while it runs (loop thread).
+  std::optional<ReadyCondition> record_probe_condition(const std::string& id);
   /// `news_later`: the ready event is posted, not dispatched at once.
   void mark_ready(const std::string& id, const ReadyMatch& m, bool news_later = false);  // loop thread
   /// A reader's probe found `c` holding: the record's too when it is its condition (loop thread).

@@ -136,6 +136,30 @@ TEST_F(ReadyReadersTest, AReplacedRecordConditionDoesNotReleaseAReaderOfTheOldOn
   EXPECT_EQ(old["proc"]["state"], "exited");
 }
 
+TEST_F(ReadyReadersTest, AReaderOfAReplacedPortConditionTriesItItself) {
+  // While the record's probe tries port P, its reader tries nothing; once
+  // the record's condition is another, the reader tries P itself.
+  const int port = free_port();
+  const std::string id = start(json({{"cmd", "sleep 30"}, {"readyPort", port}}).dump());
+  ASSERT_FALSE(id.empty());
+  const std::string out = dir_ + "/old.out";
+  const pid_t reader = spawn_bg("exec cat \"$MNT/procs/" + id + "/ready\"", out);
+  ASSERT_TRUE(blocked_in_read(reader));
+  ASSERT_EQ(write_file(p("procs/" + id + "/ready"), "log ^never$\n"), 0);
+  EXPECT_EQ(status_json(id)["readyWhen"], "log ^never$");
+  const pid_t listener = spawn_bg(python_path() + " -c 'import socket, time\ns = socket.socket(); "
+                                  "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                                  "s.bind((\"127.0.0.1\", " + std::to_string(port) + ")); s.listen(); time.sleep(30)'");
+  ASSERT_GT(listener, 0);
+  EXPECT_EQ(wait_bg(reader, 10s), 0) << "the reader of port " << port << " was not answered";
+  const json r = answer(out);
+  EXPECT_EQ(r["ready"], true) << r.dump();
+  EXPECT_EQ(r["matched"], (json{{"kind", "port"}, {"port", port}})) << r.dump();
+  EXPECT_EQ(status_json(id)["ready"], false) << "the record's condition is another";
+  ::kill(listener, SIGKILL);
+  wait_bg(listener, 5s);
+}
+
 TEST_F(ReadyReadersTest, OnceReadyANewRecordConditionChangesNothing) {
   std::string id = start(R"({"cmd": "echo up; sleep 30", "readyLog": "^up$"})");
   ASSERT_FALSE(id.empty());
@@ -198,6 +222,52 @@ TEST_F(ReadyReadersTest, HttpStatusAndIntervalFromA503Then200Server) {
   EXPECT_EQ(r["ready"], true);
   EXPECT_EQ(r["matched"], (json{{"kind", "http"}, {"port", port}, {"path", "/health"}, {"status", 200}}));
   EXPECT_EQ(status_json(id)["readyWhen"], "http " + std::to_string(port) + " /health 200");
+}
+
+TEST_F(ReadyReadersTest, ReadersOfTheRecordsHttpConditionAddNoProbes) {
+  // Ten readers wait on the record's condition: the server sees the
+  // record's one series of tries (every 200 ms), not eleven.
+  const int port = free_port();
+  const std::string gate = dir_ + "/healthy";
+  const std::string server =
+      "import http.server, os, sys\n"
+      "class H(http.server.BaseHTTPRequestHandler):\n"
+      "    def do_GET(self):\n"
+      "        code = 200 if os.path.exists(sys.argv[2]) else 503\n"
+      "        print('probe', code, flush=True)\n"
+      "        self.send_response(code); self.end_headers()\n"
+      "    def log_message(self, *a): pass\n"
+      "http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n";
+  ASSERT_EQ(write_file(dir_ + "/server.py", server, O_WRONLY | O_CREAT | O_TRUNC), 0);
+  json req = {{"argv", {python_path(), dir_ + "/server.py", std::to_string(port), gate}},
+              {"readyPort", port}, {"readyHttp", "/"}, {"readyIntervalMs", 200}};
+  const std::string id = start(req.dump());
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return log(id).find("probe 503") != std::string::npos; }, 10s));
+  std::vector<pid_t> readers;
+  for (int i = 0; i < 10; ++i) {
+    readers.push_back(spawn_bg("exec cat \"$MNT/procs/" + id + "/ready\"", dir_ + "/reader" + std::to_string(i)));
+    ASSERT_GT(readers.back(), 0);
+  }
+  for (pid_t r : readers)
+    ASSERT_TRUE(wait_until([&] { return read_file("/proc/" + std::to_string(r) + "/wchan").data == "request_wait_answer"; }, 5s));
+  auto probes = [&] {
+    const std::string l = log(id);
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = l.find("probe 503", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  const std::size_t before = probes();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_until([&] { return probes() >= before + 5; }, 10s));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 600ms) << "5 tries came faster than the record's 200 ms apart";
+  ASSERT_EQ(write_file(gate, "", O_WRONLY | O_CREAT), 0);
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    EXPECT_EQ(wait_bg(readers[i], 10s), 0);
+    const json r = parse_json(read_file(dir_ + "/reader" + std::to_string(i)).data);
+    EXPECT_EQ(r["ready"], true) << r.dump();
+    EXPECT_EQ(r["matched"]["kind"], "http") << r.dump();
+  }
 }
 
 TEST_F(ReadyReadersTest, APromptWithoutNewlineIsReadyWhileItRuns) {
