@@ -30,6 +30,20 @@ class ReadyReadersTest : public SbxfsTest {
     return spawn_bg("exec 3<>\"$MNT/procs/" + id + "/ready\"; printf '%s\\n' '" + cond + "' >&3; exec cat <&3", out);
   }
   json answer(const std::string& out) { return parse_json(read_file(out).data); }
+  /// server.py PORT GATE: answers every GET with 503 until the file GATE
+  /// exists, then 200, and prints `probe CODE` for each.
+  bool write_http_server() {
+    const std::string server =
+        "import http.server, os, sys\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        code = 200 if os.path.exists(sys.argv[2]) else 503\n"
+        "        print('probe', code, flush=True)\n"
+        "        self.send_response(code); self.end_headers()\n"
+        "    def log_message(self, *a): pass\n"
+        "http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n";
+    return write_file(dir_ + "/server.py", server, O_WRONLY | O_CREAT | O_TRUNC) == 0;
+  }
   json cat_json(const std::string& rel, int timeout_sec = 15) {
     RunResult r = run("cat \"$MNT/$REL\"", timeout_sec, {{"REL", rel}});
     EXPECT_EQ(r.code, 0) << rel << ": " << r.err;
@@ -196,16 +210,7 @@ TEST_F(ReadyReadersTest, ConditionsInTheNameWithStreamsAndPortsSayWhatMatched) {
 TEST_F(ReadyReadersTest, HttpStatusAndIntervalFromA503Then200Server) {
   const int port = free_port();
   const std::string gate = dir_ + "/healthy";
-  const std::string server =
-      "import http.server, os, sys\n"
-      "class H(http.server.BaseHTTPRequestHandler):\n"
-      "    def do_GET(self):\n"
-      "        code = 200 if os.path.exists(sys.argv[2]) else 503\n"
-      "        print('probe', code, flush=True)\n"
-      "        self.send_response(code); self.end_headers()\n"
-      "    def log_message(self, *a): pass\n"
-      "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n";
-  ASSERT_EQ(write_file(dir_ + "/server.py", server, O_WRONLY | O_CREAT | O_TRUNC), 0);
+  ASSERT_TRUE(write_http_server());
   json req = {{"argv", {python_path(), dir_ + "/server.py", std::to_string(port), gate}},
               {"readyPort", port}, {"readyHttp", "/health"}, {"readyHttpStatus", 200}, {"readyIntervalMs", 20}};
   std::string id = start(req.dump());
@@ -229,16 +234,7 @@ TEST_F(ReadyReadersTest, ReadersOfTheRecordsHttpConditionAddNoProbes) {
   // record's one series of tries (every 200 ms), not eleven.
   const int port = free_port();
   const std::string gate = dir_ + "/healthy";
-  const std::string server =
-      "import http.server, os, sys\n"
-      "class H(http.server.BaseHTTPRequestHandler):\n"
-      "    def do_GET(self):\n"
-      "        code = 200 if os.path.exists(sys.argv[2]) else 503\n"
-      "        print('probe', code, flush=True)\n"
-      "        self.send_response(code); self.end_headers()\n"
-      "    def log_message(self, *a): pass\n"
-      "http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n";
-  ASSERT_EQ(write_file(dir_ + "/server.py", server, O_WRONLY | O_CREAT | O_TRUNC), 0);
+  ASSERT_TRUE(write_http_server());
   json req = {{"argv", {python_path(), dir_ + "/server.py", std::to_string(port), gate}},
               {"readyPort", port}, {"readyHttp", "/"}, {"readyIntervalMs", 200}};
   const std::string id = start(req.dump());
