@@ -26,6 +26,13 @@ Status check_regex(const std::string& re) {
   o.set_log_errors(false);
   RE2 compiled(re, o);
   if (!compiled.ok()) return invalid("bad regular expression: " + compiled.error());
+  // Matching is linear in the output, times the program's size: past this
+  // one a pattern such as .{1000}.{1000}b costs seconds a megabyte, and its
+  // search holds the other conditions of the command behind it.
+  if (compiled.ProgramSize() > kMaxLogPatternSize)
+    return invalid("the log pattern is too complex: " + std::to_string(compiled.ProgramSize()) +
+                   " instructions, at most " + std::to_string(kMaxLogPatternSize) +
+                   " (a counted repetition of any character, .{N}, takes 8 per character)");
   return Ok{};
 }
 

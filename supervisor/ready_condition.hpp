@@ -34,6 +34,9 @@ struct ReadyCondition {
 
 inline constexpr std::size_t kMaxConditionBytes = 4095;  ///< newline included
 inline constexpr int kMinIntervalMs = 10;
+/// A log pattern's largest compiled program (RE2 instructions): .{1000}b
+/// is 8005.
+inline constexpr int kMaxLogPatternSize = 10000;
 inline constexpr int kMaxReadyFd = 1023;
 
 /// What may be given where: readyFd only in a start request (the command

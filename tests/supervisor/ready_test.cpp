@@ -55,12 +55,21 @@ TEST(ReadyConditionTest, ParsesWordsAndJson) {
 TEST(ReadyConditionTest, RejectsBadInputWithReasons) {
   for (const char* bad : {"port 0", "port 70000", "port x", "log (unclosed", "log", "http 80 health",
                           "listen 80", "", R"({"readyHttp": "/x"})", R"({"readyPort": "80"})",
-                          R"({"bogus": 1})", "{not json", "log x\nlog y\n", "port 80\nport 81"}) {
+                          R"({"bogus": 1})", "{not json", "log x\nlog y\n", "port 80\nport 81",
+                          "log .{1000}.{1000}b"}) {
     auto r = sup::parse_ready_condition(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code, sup::Errc::invalid_argument) << bad;
     EXPECT_FALSE(r.error().message.empty()) << bad;
   }
+}
+
+TEST(ReadyConditionTest, ALogPatternTooComplexToSearchFastIsRefused) {
+  EXPECT_TRUE(sup::parse_ready_condition("log .{1000}b").ok()) << "8005 instructions";
+  auto r = sup::parse_ready_condition("log .{1000}.{1000}b");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("too complex: 16005 instructions, at most 10000"), std::string::npos)
+      << r.error().message;
 }
 
 TEST_F(ReadyTest, LogLineSplitAcrossTwoWritesMatches) {
