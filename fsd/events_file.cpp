@@ -133,7 +133,14 @@ class EventsHandle : public FollowedReadHandle {
       struct stat st {};
       if (::stat((dir_ + "/log").c_str(), &st) == 0 && ::stat((dir_ + "/index").c_str(), &st) != 0)
         return fail(sup::Errc::no_data, "this record was written by an older sbxfs: it has no index of events");
-      if (since_) return fail(sup::Errc::invalid_argument, "cursor from an earlier run: " + *since_);
+      if (since_) {
+        // The terminal cursor of a record that never ran: nothing after it.
+        if (*since_ == cursor_of(0, 2) && ended()) {
+          past_terminal_ = true;
+          return std::nullopt;
+        }
+        return fail(sup::Errc::invalid_argument, "cursor from an earlier run: " + *since_);
+      }
       return std::nullopt;  // no output yet
     }
     if (err != 0) return sup::error_from_errno(err, "reading the index of " + id_);
@@ -261,9 +268,12 @@ class EventsHandle : public FollowedReadHandle {
   /// start of a character) and moves on. False when there is none yet.
   bool next_event(bool ended) {
     if (!index_.is_open()) {
-      // Nothing ran here (an empty slot, a queued command stopped, a record
-      // torn on disk): its terminal event says how it ended.
-      if (ended && !finished_) add_terminal();
+      // Nothing ran here (a queued command stopped, a record torn on disk):
+      // its terminal event says how it ended. An empty slot has no end.
+      if (ended && !finished_ && !past_terminal_) {
+        const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
+        if (!st || st->state != "empty") add_terminal();
+      }
       finished_ = ended;
       return false;
     }
@@ -375,6 +385,7 @@ class EventsHandle : public FollowedReadHandle {
   // Guarded by mu_:
   sup::LogIndex index_;
   std::optional<sup::Error> error_;  // the cursor was refused: every read says so
+  bool past_terminal_ = false;       // since= the terminal cursor of a record that never ran
   std::uint64_t first_ = 0;     // the first position to show
   std::uint64_t pos_ = 0;       // the next position to generate
   std::string text_;            // events generated, from text_base_

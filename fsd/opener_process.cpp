@@ -44,12 +44,15 @@ bool OpenerProcess::includes(pid_t tid) const {
     if (t == tid) return true;
   const pid_t closer = process_of(tid);
   if (closer == 0) return true;
+  // A thread of the closer's process? Asked of the living: a writer that
+  // has exited since is nobody's thread now.
+  const std::string tasks = "/proc/" + std::to_string(closer) + "/task/";
   for (const pid_t t : tids_) {
     if (t == 0) break;
-    const pid_t known = process_of(t);
-    if (known == 0 || known == closer) return true;
+    if (::access((tasks + std::to_string(t)).c_str(), F_OK) == 0) return true;
   }
-  return false;
+  // The opener's thread is gone: whose process it was cannot be told.
+  return ::access(("/proc/" + std::to_string(tids_[0])).c_str(), F_OK) != 0;
 }
 
 }  // namespace fsd

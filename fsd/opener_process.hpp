@@ -25,8 +25,9 @@ class OpenerProcess {
   void wrote(pid_t tid);
 
   /// Whether thread `tid` (a flush's requester) is of the opener's process
-  /// (or of a writer's). True when /proc cannot tell (a thread gone, or
-  /// outside the daemon's pid namespace): the close counts, as any did.
+  /// (or of a living writer's). True when /proc cannot tell (the opener's
+  /// thread gone, or the closer outside the daemon's pid namespace): the
+  /// close counts, as any did.
   bool includes(pid_t tid) const;
 
  private:

@@ -43,7 +43,8 @@ sup::Result<std::optional<sup::ReadyCondition>> condition_of_name(const Node& no
   sup::Result<std::optional<sup::ReadyCondition>> c = sup::ready_condition_from_json(j, sup::ReadyKeys::ready_file);
   // Which key is wrong, as for every key of a name (the pattern's own
   // messages do not say).
-  if (!c && j.contains("readyLog") && c.error().message.find("readyLog") == std::string::npos)
+  if (!c && j.contains("readyLog") &&
+      (c.error().message.starts_with("bad regular expression") || c.error().message.starts_with("the log pattern")))
     return sup::Error{c.error().code, "readyLog: " + c.error().message};
   return c;
 }

@@ -103,6 +103,17 @@ void Supervisor::Impl::probe_finish(const std::string& id) {
     probes.erase(id);
   }
   reader_probes->finish(id);
+  // Seen to its end and not ready: the next daemon need not look again.
+  // Written on the work pool, off the way of the end's news.
+  work->post([this, id] {
+    std::lock_guard g(mu);
+    auto it = records.find(id);
+    if (it != records.end() && has_ended(it->second.state) && it->second.ready_cond && !it->second.ready &&
+        !it->second.ready_settled) {
+      it->second.ready_settled = true;
+      save_ready(it->second);
+    }
+  });
 }
 
 void Supervisor::Impl::settle_ready(const std::string& id) {

@@ -145,9 +145,10 @@ void Supervisor::Impl::load_record(const std::string& id) {
   if (it->second.error && has_ended(it->second.state)) it->second.state = CommandState::error;
   if (has_ended(it->second.state)) {
     note_ended(it->second);
-    // It may have become ready, and ended, while no daemon ran.
+    // It may have become ready, and ended, while no daemon ran: its log is
+    // searched on the work pool, not where requests are answered.
     if (it->second.ready_cond && !it->second.ready && !it->second.ready_settled)
-      loop->post([this, id] { settle_ready(id); });
+      work->post([this, id] { settle_ready(id); });
   }
   if (is_running(it->second.state)) {
     if (const std::string& cg = it->second.monitor.cgroup; !cg.empty()) {

@@ -212,7 +212,7 @@ struct Supervisor::Impl {
   /// `id` ended: last lines are matched, probing stops (loop thread).
   void probe_finish(const std::string& id);
   /// `id`, taken back ended and not ready: its whole output (or its
-  /// readyFd's note) is looked at once for its condition (loop thread).
+  /// readyFd's note) is looked at once for its condition (work pool).
   void settle_ready(const std::string& id);
   void save_ready(const Record& r) const;   // needs mu
 

@@ -27,6 +27,7 @@ TEST_F(ProcsDirTest, MkdirMakesAnEmptySlot) {
   for (const char* f : {"cmd", "status.json", "wait"})
     EXPECT_TRUE(contains(names, f)) << f << " missing from an empty slot";
   EXPECT_EQ(file("procs/web/cmd"), "") << "an empty slot's cmd reads empty";
+  EXPECT_EQ(file("procs/web/events"), "") << "nothing ran, nothing ended: no event";
   auto s = status_json("web");
   EXPECT_EQ(s["bgId"], "web");
   EXPECT_EQ(s["state"], "empty");

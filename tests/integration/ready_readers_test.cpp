@@ -30,6 +30,11 @@ class ReadyReadersTest : public SbxfsTest {
     return spawn_bg("exec 3<>\"$MNT/procs/" + id + "/ready\"; printf '%s\\n' '" + cond + "' >&3; exec cat <&3", out);
   }
   json answer(const std::string& out) { return parse_json(read_file(out).data); }
+  /// A record's ready.json says its end was looked at for the last time.
+  static bool settled(const std::string& ready_json) {
+    const json j = parse_json(read_file(ready_json).data);
+    return j.is_object() && j.value("settled", false);
+  }
   /// server.py PORT GATE: answers every GET with 503 until the file GATE
   /// exists, then 200, and prints `probe CODE` for each.
   bool write_http_server() {
@@ -405,11 +410,23 @@ TEST_F(ReadyReadersTest, ReadyAndEndedWhileNoDaemonRanIsReadyAfterTheRestart) {
   EXPECT_TRUE(is_iso_time(s["readyAt"]));
   EXPECT_EQ(cat_json("procs/" + fd_id + "/ready")["matched"]["kind"], "notify");
   EXPECT_EQ(status_json(never)["ready"], false);
+  EXPECT_TRUE(wait_until([&] { return settled(state_ + "/procs/" + never + "/ready.json"); }, 5s))
+      << "looked at once, and not again: " << read_file(state_ + "/procs/" + never + "/ready.json").data;
   // What was found is kept, and one not ready stays so.
   ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
   ASSERT_TRUE(start_daemon());
   EXPECT_EQ(status_json(log_id)["readyAt"], event_time(log_id, "READY"));
   EXPECT_EQ(status_json(never)["ready"], false);
+}
+
+TEST_F(ReadyReadersTest, AnEndSeenUnreadyIsNotLookedAtAgainByTheNextDaemon) {
+  const std::string id = start(json({{"cmd", "echo nothing"}, {"readyLog", "^NEVER$"}}).dump());
+  ASSERT_FALSE(id.empty());
+  wait_ended(id);
+  const std::string saved = state_ + "/procs/" + id + "/ready.json";
+  EXPECT_TRUE(wait_until([&] { return settled(saved); }, 5s))
+      << read_file(saved).data;
+  EXPECT_EQ(status_json(id)["ready"], false);
 }
 
 TEST_F(ReadyReadersTest, BadKeysAndValuesAreEinvalWithALineInErrors) {
