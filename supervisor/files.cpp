@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
+#include <thread>
 
 #include "supervisor/atomic_write.hpp"
 #include "supervisor/unique_fd.hpp"
@@ -61,6 +63,15 @@ bool spread_subdirectories(const std::string& dir) {
   if (flags & FS_TOPDIR_FL) return true;
   flags |= FS_TOPDIR_FL;
   return ::ioctl(fd.get(), FS_IOC_SETFLAGS, &flags) == 0;
+}
+
+int lock_within(int fd, std::chrono::milliseconds wait) {
+  const auto give_up = std::chrono::steady_clock::now() + wait;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= give_up) return errno;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
 }
 
 }  // namespace sup

@@ -1,6 +1,7 @@
 #pragma once
 // Small file helpers for the state directory, as Results. Writes are
 // atomic (supervisor/atomic_write.hpp says how).
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -20,5 +21,9 @@ Status make_dirs(const std::string& path, unsigned mode);
 /// hierarchy of its own (chattr +T; ext2/3/4's Orlov allocator), away from
 /// the parent's block group. False where the flag is not supported.
 bool spread_subdirectories(const std::string& dir);
+/// flock(LOCK_EX) of `fd`, tried every 10 ms for up to `wait` (flock has no
+/// timeout; for a start-up, never a request): 0, EWOULDBLOCK when another
+/// still holds it then, or flock's errno.
+int lock_within(int fd, std::chrono::milliseconds wait);
 
 }  // namespace sup

@@ -2,7 +2,6 @@
 #include "supervisor/supervisor_impl.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,7 +12,6 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -190,12 +188,7 @@ Status Supervisor::Impl::load() {
   // A daemon that is exiting (its mount just went: `fusermount3 -u`) lets go
   // of the lock within milliseconds; a restart right behind it waits for
   // that rather than fail. A live one holds it: refused after the wait.
-  const auto give_up = std::chrono::steady_clock::now() + kLockWait;
-  bool locked;
-  while (!(locked = ::flock(lock_fd.get(), LOCK_EX | LOCK_NB) == 0) && errno == EWOULDBLOCK &&
-         std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (!locked) {
+  if (lock_within(lock_fd.get(), kLockWait) != 0) {
     auto holder = read_file(lock_path);
     std::string who = holder.ok() && holder.value() ? *holder.value() : "?";
     while (!who.empty() && (who.back() == '\n')) who.pop_back();
