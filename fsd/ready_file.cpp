@@ -40,13 +40,7 @@ sup::Result<std::optional<sup::ReadyCondition>> condition_of_name(const Node& no
     if (const std::optional<std::int64_t> n = node.keys().number(key)) j[key] = *n;
   for (const char* key : {"readyLog", "readyLogStream"})
     if (const std::optional<std::string> t = node.keys().text(key)) j[key] = *t;
-  sup::Result<std::optional<sup::ReadyCondition>> c = sup::ready_condition_from_json(j, sup::ReadyKeys::ready_file);
-  // Which key is wrong, as for every key of a name (the pattern's own
-  // messages do not say).
-  if (!c && j.contains("readyLog") &&
-      (c.error().message.starts_with("bad regular expression") || c.error().message.starts_with("the log pattern")))
-    return sup::Error{c.error().code, "readyLog: " + c.error().message};
-  return c;
+  return sup::ready_condition_from_json(j, sup::ReadyKeys::ready_file);
 }
 
 class ReadyHandle : public BlockingReadHandle {

@@ -20,17 +20,19 @@ Result<int> parse_port(std::string_view s) {
   return v;
 }
 
+// Its errors name the key (the text form's `log` is readyLog), as every
+// other key's do: the same message for a request, a write and a file name.
 Status check_regex(const std::string& re) {
-  if (re.empty()) return invalid("the log pattern is empty");
+  if (re.empty()) return invalid("'readyLog': the log pattern is empty");
   RE2::Options o;
   o.set_log_errors(false);
   RE2 compiled(re, o);
-  if (!compiled.ok()) return invalid("bad regular expression: " + compiled.error());
+  if (!compiled.ok()) return invalid("'readyLog': bad regular expression: " + compiled.error());
   // Matching is linear in the output, times the program's size: past this
   // one a pattern such as .{1000}.{1000}b costs seconds a megabyte, and its
   // search holds the other conditions of the command behind it.
   if (compiled.ProgramSize() > kMaxLogPatternSize)
-    return invalid("the log pattern is too complex: " + std::to_string(compiled.ProgramSize()) +
+    return invalid("'readyLog': the log pattern is too complex: " + std::to_string(compiled.ProgramSize()) +
                    " instructions, at most " + std::to_string(kMaxLogPatternSize) +
                    " (a counted repetition of any character, .{N}, takes 8 per character)");
   return Ok{};
