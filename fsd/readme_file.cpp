@@ -100,7 +100,8 @@ PARAMETERS IN THE NAME
   procs/ID/tail,tailBytes=N       the last N bytes of log (1..16384)
   procs/ID/log,follow      (also stdout,follow, stderr,follow) like tail -f,
                            but ends by itself once the command has ended
-  procs/ID/log,timestamps  each line prefixed by when it was written
+  procs/ID/log,timestamps  (also stdout,timestamps, stderr,timestamps) each
+                           line prefixed by when its first byte was written
   procs/ID/events,since=CURSOR,follow
                            the events after CURSOR (EINVAL for a cursor of an
                            earlier run); follow: wait for more, end after the
