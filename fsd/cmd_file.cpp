@@ -228,6 +228,7 @@ class CmdHandle : public Handle {
     spec->requester_uid = who.uid;
     if (fs_.config().allow_other) spec->run_as = credentials(req, who);
     starting_ = true;  // buf_ stays as it is until started(): it is what errors show
+    step_written_ = false;
     g.unlock();        // started() may run at once, on this thread
     const std::stop_token stop = fs_.starts().add(req);
     fs_.sup().start_async(
@@ -235,8 +236,18 @@ class CmdHandle : public Handle {
         [this, req, ok_at, err_at, who, make_reply = std::move(make_reply)](sup::Result<sup::CommandStatus> st) {
           started(req, st, ok_at, err_at, who, make_reply);
         },
-        stop);
+        stop, [this](const sup::CommandStatus& st) { published(st); });
     return Reply::parked();
+  }
+
+  /// The record is listed and its command about to be let go to exec: its
+  /// step is written now, so that a daemon killed before started() cannot
+  /// leave a command that ran without one (on the event thread).
+  void published(const sup::CommandStatus& st) {
+    fs_.note_action("start", st.cmd_full, st.bg_id, &st);
+    std::lock_guard g(mu_);
+    step_written_ = true;
+    started_id_ = st.bg_id;
   }
 
   /// The start's outcome: the answer is fixed, then the request answered.
@@ -253,7 +264,7 @@ class CmdHandle : public Handle {
         refused = finish_rejected(st.error(), err_at, &who);
       } else {
         fs_.node_of(*st, Kind::record_dir);  // learn its serial now
-        fs_.note_action("start", st->cmd_full, st->bg_id, &*st);
+        if (!step_written_) fs_.note_action("start", st->cmd_full, st->bg_id, &*st);  // queued: never let go yet
         finish(st->bg_id + "\n", ok_at);
       }
       r = make_reply(refused ? &*refused : nullptr);
@@ -281,7 +292,9 @@ class CmdHandle : public Handle {
     std::string rejected = buf_;
     const std::string shown =
         fs_.errors().add(path(), refused.code, sup::mask_secrets(refused.message, secrets), request, slot_);
-    if (who) fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown, *who, secrets);
+    if (who && step_written_) fs_.note_start_failed(started_id_, refused.code, shown);
+    else if (who) fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown, *who, secrets);
+    step_written_ = false;
     finish(std::string("error: ") + errno_name(refused.code) + ": " + shown + "\n", at);
     if (refused.code == sup::Errc::interrupted) {
       // Called off by a signal. Written again whole (a writer retries an
@@ -346,6 +359,8 @@ class CmdHandle : public Handle {
   bool done_ = false;           // guarded by mu_: a request completed; the next write starts anew
   bool too_big_ = false;        // guarded by mu_: refusing the rest of an oversized write
   bool starting_ = false;       // guarded by mu_: a start is under way (buf_ is its request)
+  bool step_written_ = false;   // guarded by mu_: the start under way has its step (published())
+  std::string started_id_;      // guarded by mu_: and this bgId
   std::string answer_;          // guarded by mu_: "<bgId>\n" or "error: ...\n"
   std::string rejected_;        // guarded by mu_: the bytes of the request last refused
   std::optional<sup::Error> rejected_error_;  // guarded by mu_: why it was refused; none after a start

@@ -68,8 +68,12 @@ Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
                                 std::memory_order_relaxed);
     }
   });
-  // Commands that ended while no daemon ran send no event: complete their
-  // steps now (and forget those of records that are gone).
+  // A start whose step was written but whose command the last daemon never
+  // let go (it died in between): nothing ran. Commands that ended while no
+  // daemon ran send no event: complete their steps now (and forget those of
+  // records that are gone).
+  for (const std::string& id : sup_.starts_never_let_go())
+    box_steps_->fail_open(id, {"ECANCELED", "the daemon stopped before the command was let go to run: nothing ran"});
   for (const std::string& id : box_steps_->open_ids()) complete_steps(id);
 }
 
@@ -180,6 +184,10 @@ void Filesystem::note_refused_start(const std::string& request, sup::Errc code, 
   step.cwd = mask(sup::mask_secrets(who.cwd(), secrets), "");
   step.client = who.client;
   box_steps_->add(std::move(step));
+}
+
+void Filesystem::note_start_failed(const std::string& id, sup::Errc code, const std::string& reason) {
+  box_steps_->fail_open(id, sup::BoxStep::Refusal{errno_name(code), reason});
 }
 
 bool Filesystem::mine(const sup::CommandStatus& st, const Requester& reader) const {

@@ -132,6 +132,10 @@ class Filesystem {
   void note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
                           const Requester& who, const std::vector<std::string>& secrets);
 
+  /// The start of `id`, whose step was written before its command was let
+  /// go, failed after all (`reason` as errors shows it): the step says so.
+  void note_start_failed(const std::string& id, sup::Errc code, const std::string& reason);
+
   /// The node of `ino`; ENOENT when it names nothing (any more) or nothing `who` may see.
   sup::Result<Node> resolve(fuse_ino_t ino, const Requester& who);
   /// A node for record `st` (remembers its serial for resolve()).

@@ -28,10 +28,15 @@ std::string day_of(const std::string& at) { return at.substr(0, 10); }
 
 json opt(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
-/// A completion (the command ended) applied to `s`: what a `done` line
-/// carries, and what follows from it. Small on disk: timedOut only when
+/// A completion (the command ended, or never ran) applied to `s`: what a
+/// `done` line carries, and what follows from it. Small on disk: timedOut only when
 /// true, ok never (a stop was carried out; a start is ok when it exited 0).
 void apply_done(BoxStep& s, const json& d) {
+  if (d.contains("error") && d["error"].is_object()) {  // the command never ran after all (fail_open)
+    s.error = BoxStep::Refusal{d["error"].value("code", ""), d["error"].value("message", "")};
+    s.ok = false;
+    return;
+  }
   if (d.contains("ms") && d["ms"].is_number()) s.ms = d["ms"].get<double>();
   if (d.contains("exitCode") && d["exitCode"].is_number_integer()) s.exit_code = d["exitCode"].get<int>();
   if (d.contains("signal") && d["signal"].is_string()) s.signal = d["signal"].get<std::string>();
@@ -230,6 +235,19 @@ void BoxSteps::complete_ended(const std::string& bg_id, std::optional<int> exit_
     if (exit_code) done["exitCode"] = *exit_code;
     if (!signal.empty()) done["signal"] = signal;
     if (timed_out) done["timedOut"] = true;
+    for (BoxStep& s : latest_)
+      if (s.id == o.id) apply_done(s, done);
+    append({{"id", o.id}, {"done", done}});
+  }
+  open_.erase(it);
+}
+
+void BoxSteps::fail_open(const std::string& bg_id, const BoxStep::Refusal& why) {
+  std::lock_guard g(mu_);
+  auto it = open_.find(bg_id);
+  if (it == open_.end()) return;
+  const json done = {{"error", {{"code", why.code}, {"message", why.message}}}};
+  for (const OpenStep& o : it->second) {
     for (BoxStep& s : latest_)
       if (s.id == o.id) apply_done(s, done);
     append({{"id", o.id}, {"done", done}});

@@ -8,7 +8,7 @@
 // steps/YYYY-MM-DD.jsonl, appended to with O_APPEND. A line is a step
 // {"id": N, "at": T, "kind": K, ...} or a later completion of one
 // {"id": N, "done": {...fields}} (a start learns its exit code when its
-// command ends). Pruning removes whole day files once everything in them is
+// command ends, or its error when it never ran). Pruning removes whole day files once everything in them is
 // older than the keep time, and readers skip older steps, so nothing is
 // ever rewritten. A torn last line (a crash mid-write) is skipped.
 //
@@ -67,6 +67,10 @@ class BoxSteps {
   /// `ended_at_ms`, ms since the epoch), ok, exitCode, signal and timedOut.
   void complete_ended(const std::string& bg_id, std::optional<int> exit_code, const std::string& signal,
                       bool timed_out, std::int64_t ended_at_ms);
+
+  /// The command `bg_id` never ran after all (its start failed once the
+  /// step was written): its open steps get ok false and `why` as error.
+  void fail_open(const std::string& bg_id, const BoxStep::Refusal& why);
 
   /// The bgIds with steps waiting for their command's end (after open():
   /// those of the last two days), for a caller that knows which have ended.

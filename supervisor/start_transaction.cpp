@@ -48,11 +48,13 @@ std::map<std::string, std::string> command_env(const StartSpec& spec) {
   return env;
 }
 
-void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone done, std::stop_token stop) {
+void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone done, std::stop_token stop,
+                             StartPublished published) {
   Impl& I = *impl_;
   if (stop.stop_requested()) return done(Error{Errc::interrupted, "the start was interrupted before it began"});
   auto s = std::make_shared<Impl::Starting>();
   s->spec = spec_in;
+  s->on_published = std::move(published);
   StartSpec& spec = s->spec;
   if (spec.shell.has_value() == !spec.argv.empty())
     return done(Error{Errc::invalid_argument, "give exactly one of argv and a shell command"});
@@ -303,6 +305,14 @@ void Supervisor::Impl::start_report(std::uint64_t token) {
       auto forked = PendingLaunch::parse(*line, kReportForked);
       if (!forked) return start_fail(token, forked.error());
       if (Status st = start_publish(s, forked.value()); !st) return start_fail(token, st.error());
+      if (s.on_published) {
+        CommandStatus now;
+        {
+          std::lock_guard g(mu);
+          now = snapshot(records.at(s.id));
+        }
+        s.on_published(now);
+      }
       s.let_go = true;
       arm_start_timer(s, kReportOk);
       s.launch->go();

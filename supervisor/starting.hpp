@@ -33,6 +33,7 @@ struct Supervisor::Impl::Starting {
   Cgroup cg;                // the command's cgroup, made before the monitor starts; empty: none
   std::uint64_t timer = 0;  // the current report's deadline
   StartDone done;
+  StartPublished on_published;  // told before the go (start_async's callers only)
   std::atomic<bool> stop_asked{false};
   std::optional<std::stop_callback<std::function<void()>>> on_stop;
   bool queue_full = false;  // claim(): no place now, and the request may wait (queue: true)

@@ -245,6 +245,7 @@ Status Supervisor::Impl::load() {
   for (auto& [id, path] : held) {
     std::error_code gone;
     if (validate_stored_name(id) && (!fs::exists(dir_of(id), gone) || never_ran(id))) {
+      if (fs::exists(dir_of(id), gone)) never_let_go.push_back(id);
       remove_tree(dir_of(id));
       fs::rename(path, dir_of(id), ec);
     } else {
@@ -257,7 +258,10 @@ Status Supervisor::Impl::load() {
       if (name.rfind(".new-", 0) == 0) finish_start(e.path(), name.substr(5));
       else remove_tree(e.path().string());
     } else if (e.is_directory() && validate_stored_name(name)) {
-      if (never_ran(name)) remove_tree(e.path().string());
+      if (never_ran(name)) {
+        never_let_go.push_back(name);
+        remove_tree(e.path().string());
+      }
       else ids.push_back(name);
     }
   }

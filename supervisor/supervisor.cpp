@@ -354,6 +354,8 @@ SupervisorInfo Supervisor::info() const {
                         cg ? cg->subtree : impl_->no_cgroup};
 }
 
+const std::vector<std::string>& Supervisor::starts_never_let_go() const { return impl_->never_let_go; }
+
 std::optional<CommandStatus> Supervisor::wait(const std::string& id, std::chrono::milliseconds timeout) {
   {
     std::unique_lock g(impl_->mu);

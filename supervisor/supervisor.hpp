@@ -104,6 +104,11 @@ class Supervisor {
   using Clock = std::chrono::steady_clock;
   /// Told the outcome of start_async: the command's record once it has exec'd, or why not.
   using StartDone = std::function<void(Result<CommandStatus>)>;
+  /// Told on the event thread once a start's record is published, just
+  /// before its command is let go to exec: what must be on disk before the
+  /// command may run goes here (a daemon killed after the go leaves the
+  /// command running). A start refused earlier, or queued, is never told.
+  using StartPublished = std::function<void(const CommandStatus&)>;
 
   /// Opens (or creates) the state directory and takes back every command in it.
   static Result<std::unique_ptr<Supervisor>> open(SupervisorOptions opts);
@@ -121,7 +126,9 @@ class Supervisor {
   /// before the outcome) is interrupted. A start that fails after its
   /// command was let go to exec (a timeout, a stop, cancel_starts) kills
   /// the command and its monitor first: nothing of it keeps running.
-  void start_async(const StartSpec& spec, StartMode mode, StartDone done, std::stop_token stop = {});
+  /// `published`, when given, is told before the command is let go.
+  void start_async(const StartSpec& spec, StartMode mode, StartDone done, std::stop_token stop = {},
+                   StartPublished published = {});
   /// start_async, waiting for the outcome. Not from the event thread (busy).
   Result<CommandStatus> start(const StartSpec& spec, StartMode mode = StartMode::new_only);
   /// Fails every start under way with io_error (as a stop would) and
@@ -198,6 +205,10 @@ class Supervisor {
                                           std::optional<uid_t> owner = std::nullopt,
                                           CpuFigure cpu = CpuFigure::sample) const;
   SupervisorInfo info() const;
+  /// The records whose start an earlier daemon published but never let go
+  /// (it died between the two): nothing of them ran, and open() removed
+  /// them (a slot's earlier run, which the start was replacing, is back).
+  const std::vector<std::string>& starts_never_let_go() const;
 
   /// Blocks the calling thread until `id` has ended or `timeout` passed.
   /// For library users and tests; the FUSE side parks requests instead.

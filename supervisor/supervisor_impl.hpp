@@ -89,6 +89,7 @@ struct Supervisor::Impl {
   std::map<std::uint64_t, std::shared_ptr<Starting>> starts;  // loop thread only
   std::uint64_t next_start = 1;                     // guarded by mu
   bool closing = false;                             // cancel_starts() ran; guarded by mu
+  std::vector<std::string> never_let_go;           // set by the load, then read only (starts_never_let_go)
 
   // Cgroup tracking: where new commands' cgroups go (none: process trees), and why not.
   std::optional<CgroupHierarchy> cgroups;

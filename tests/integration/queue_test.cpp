@@ -173,19 +173,10 @@ TEST_P(QueueTest, ADaemonKilledWhileItStartsAQueuedCommandLosesNothing) {
   ASSERT_FALSE(q1.empty());
   const std::string queued_file = state_ + "/procs/" + q1 + "/queued";
   ASSERT_EQ(stat_errno(queued_file), 0);
-  const std::string traced = dir_ + "/strace.out", said = dir_ + "/strace.err";
-  const pid_t tracer = spawn_bg("exec strace -f -p " + std::to_string(daemon_pid()) + " -P '" + queued_file +
-                                    "' -e trace=/^unlink -e inject=/^unlink:delay_exit=3000000 -o '" + traced + "'",
-                                said);
-  ASSERT_GT(tracer, 0);
-  auto attached = [&] { return read_file(said).data.find("attached") != std::string::npos; };
-  std::optional<int> gone;
-  ASSERT_TRUE(wait_until([&] {
-    if (!gone) gone = wait_bg(tracer, 0ms);
-    return gone || attached();
-  }, 10s));
-  // Tracing another process needs the right to (ptrace); not every box gives it.
-  if (!attached()) GTEST_SKIP() << "strace cannot trace the daemon here: " << read_file(said).data;
+  std::string why;
+  const pid_t tracer =
+      trace_daemon("-P '" + queued_file + "' -e trace=/^unlink -e inject=/^unlink:delay_exit=3000000 -o /dev/null", why);
+  if (tracer < 0) GTEST_SKIP() << "strace cannot trace the daemon here: " << why;
   release("go-a");
   ASSERT_TRUE(wait_until([&] { return stat_errno(queued_file) == ENOENT; }, 10s));
   ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);

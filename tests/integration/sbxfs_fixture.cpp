@@ -365,6 +365,25 @@ std::optional<int> SbxfsTest::wait_bg(pid_t pid, std::chrono::milliseconds timeo
   return r;
 }
 
+pid_t SbxfsTest::trace_daemon(const std::string& strace_args, std::string& why) {
+  const std::string said = dir_ + "/strace-" + std::to_string(Clock::now().time_since_epoch().count()) + ".err";
+  const pid_t tracer = spawn_bg("exec strace -f -p " + std::to_string(daemon_pid()) + " " + strace_args, said);
+  if (tracer <= 0) return -1;
+  auto attached = [&] { return read_file(said).data.find("attached") != std::string::npos; };
+  std::optional<int> gone;
+  wait_until([&] {
+    if (!gone) gone = wait_bg(tracer, std::chrono::milliseconds(0));
+    return gone || attached();
+  }, 10s);
+  if (attached()) return tracer;
+  why = read_file(said).data;
+  if (!gone) {
+    ::kill(tracer, SIGKILL);
+    wait_bg(tracer, 5s);
+  }
+  return -1;
+}
+
 // ---------------------------------------------------------------- the tree
 
 std::string SbxfsTest::start(const std::string& request) {

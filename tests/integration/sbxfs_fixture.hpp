@@ -121,6 +121,10 @@ class SbxfsTest : public ::testing::Test {
   pid_t spawn_bg(const std::string& sh_command, const std::string& out = "/dev/null");
   /// Reaps a spawn_bg child: its exit code (128+sig), or nullopt at the deadline.
   std::optional<int> wait_bg(pid_t pid, std::chrono::milliseconds timeout);
+  /// `strace -f -p DAEMON STRACE_ARGS` in the background (a spawn_bg child),
+  /// once it has attached: its pid; -1 with `why` when it could not attach
+  /// (tracing another process needs the right to: not every box gives it).
+  pid_t trace_daemon(const std::string& strace_args, std::string& why);
 
   // ---- the tree ----
   /// Starts a request through the root cmd with the bash read-back idiom

@@ -1,8 +1,12 @@
 // Sharing one box: whose work is it (SBX_CLIENT, `client`, `mine`), fair
 // shares between users (-o max_running_per_user), and the box's steps,
 // kept in the state directory (steps.json, root status.json `steps`).
+#include <signal.h>
 #include <sys/stat.h>
 
+#include <ctime>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "sbxfs_fixture.hpp"
@@ -226,6 +230,67 @@ TEST_F(SharingTest, AStartThatEndedWhileNoDaemonRanIsCompletedByTheNext) {
   EXPECT_EQ(s["exitCode"], 4) << s.dump();
   EXPECT_EQ(s["ok"], false);
   EXPECT_TRUE(s["ms"].is_number()) << s.dump();
+}
+
+// A start's step is on disk before its command may run: a daemon killed
+// between the two leaves a step and no command (completed with ECANCELED
+// by the next daemon), never a command that ran without a step. The
+// daemon is held just after the step's write (strace delays its return).
+TEST_F(SharingTest, AStartsStepIsWrittenBeforeItsCommandRuns) {
+  ASSERT_TRUE(is_auto_id(start("true")));  // today's file of steps exists
+  char day[16];
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  std::strftime(day, sizeof day, "%Y-%m-%d", &utc);
+  const std::string steps_file = state_ + "/steps/" + day + ".jsonl";
+  ASSERT_EQ(stat_errno(steps_file), 0);
+  std::string why;
+  const pid_t tracer =
+      trace_daemon("-P '" + steps_file + "' -e trace=write -e inject=write:delay_exit=3000000 -o /dev/null", why);
+  if (tracer < 0) GTEST_SKIP() << "strace cannot trace the daemon here: " << why;
+  const pid_t writer = spawn_bg("echo 'touch \"$T/ran\"' > \"$MNT/cmd\"");
+  ASSERT_GT(writer, 0);
+  // The step's line is written; its write(2) has not returned yet.
+  std::string bg_id;
+  ASSERT_TRUE(wait_until([&] {
+    std::istringstream in(read_file(steps_file).data);
+    for (std::string line; std::getline(in, line);) {
+      const json j = parse_json(line);
+      if (j.is_object() && j.value("summary", "") == "touch \"$T/ran\"") bg_id = j.value("bgId", "");
+    }
+    return !bg_id.empty();
+  }, 10s)) << read_file(steps_file).data;
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ::kill(tracer, SIGKILL);
+  wait_bg(tracer, 5s);
+  EXPECT_TRUE(wait_bg(writer, 10s).has_value());
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  json st = step_of(parse_json(file("steps.json")), bg_id, "start");
+  EXPECT_EQ(st["ok"], false) << st.dump();
+  EXPECT_EQ(st["error"]["code"], "ECANCELED") << st.dump();
+  EXPECT_EQ(stat_errno(dir_ + "/ran"), ENOENT) << "the command ran after all";
+  EXPECT_EQ(stat_errno(p("procs/" + bg_id)), ENOENT) << "a record of a command that never ran";
+}
+
+// An exec that fails after the record was published (an interpreter that
+// is not there) is one start step, with the error the writer got.
+TEST_F(SharingTest, AStartWhoseExecFailsIsOneStepWithItsError) {
+  const std::string script = dir_ + "/bad.sh";
+  ASSERT_EQ(write_file(script, "#!/nonexistent/interpreter\n", O_WRONLY | O_CREAT), 0);
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  EXPECT_EQ(write_file(p("cmd"), "{\"argv\": [\"" + script + "\"]}\n"), ENOENT);
+  int seen = 0;
+  json step;
+  for (const json& s : parse_json(file("steps.json")))
+    if (s["kind"] == "start" && s["summary"].get<std::string>().find("bad.sh") != std::string::npos) {
+      ++seen;
+      step = s;
+    }
+  EXPECT_EQ(seen, 1) << file("steps.json");
+  EXPECT_EQ(step["ok"], false) << step.dump();
+  EXPECT_EQ(step["error"]["code"], "ENOENT") << step.dump();
+  EXPECT_EQ(step["ms"], nullptr) << step.dump();
 }
 
 // status.json,fields=A+B: only those top-level fields, plus supervisor; the

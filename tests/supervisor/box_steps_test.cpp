@@ -103,6 +103,36 @@ TEST_F(BoxStepsTest, AnOpenStepIsCompletedByTheNextProcess) {
   EXPECT_EQ(b->latest()[0]["exitCode"], 0);
 }
 
+// A start's step is written before its command may run; a start that
+// fails after that (the exec, or a daemon killed before the go) says so in
+// a completion, and the step is no longer waiting for an end.
+TEST_F(BoxStepsTest, AStartThatNeverRanAfterItsStepIsCompletedWithTheError) {
+  {
+    auto b = open();
+    b->add(step("start", "a"), true);
+    b->add(step("start", "b"), true);
+    b->fail_open("a", {"ENOENT", "/x/bad: No such file or directory"});
+    EXPECT_FALSE(b->has_open("a"));
+    EXPECT_TRUE(b->has_open("b"));
+    json l = b->latest();
+    EXPECT_EQ(l[0]["ok"], false);
+    EXPECT_EQ(l[0]["error"]["code"], "ENOENT");
+    EXPECT_EQ(l[0]["ms"], nullptr);
+    EXPECT_EQ(l[1]["ok"], true) << "another command's step";
+    b->complete_ended("a", 0, "", false, sup::now_ms());  // no end comes for it: nothing changes
+    EXPECT_EQ(b->latest()[0]["exitCode"], nullptr);
+  }
+  auto b = open();
+  EXPECT_FALSE(b->has_open("a")) << "completed on disk: not waiting after a restart";
+  EXPECT_TRUE(b->has_open("b"));
+  json all = json::parse(b->all());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0]["ok"], false);
+  EXPECT_EQ(all[0]["error"]["message"], "/x/bad: No such file or directory");
+  EXPECT_EQ(all[0]["bgId"], "a");
+  EXPECT_EQ(b->latest(), all);
+}
+
 TEST_F(BoxStepsTest, ARefusedStepKeepsItsError) {
   auto b = open();
   sup::BoxStep s = step("start", "", "{\"bogus\": 1}");
