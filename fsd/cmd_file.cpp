@@ -71,8 +71,12 @@ constexpr const char* kUsage =
 class CmdHandle : public Handle {
  public:
   /// `slot`: the bgId for procs/ID/cmd, empty for the root `cmd`.
-  CmdHandle(Filesystem& fs, std::string slot, std::string shown, fuse_ino_t ino, bool write_only, pid_t opener)
-      : fs_(fs), slot_(std::move(slot)), shown_(std::move(shown)), ino_(ino), write_only_(write_only), opener_(opener) {}
+  /// `who`: the opener, whose credentials a command started through this
+  /// open file runs with under allow_other.
+  CmdHandle(Filesystem& fs, std::string slot, std::string shown, fuse_ino_t ino, bool write_only, const Requester& who)
+      : fs_(fs), slot_(std::move(slot)), shown_(std::move(shown)), ino_(ino), write_only_(write_only), opener_(who.pid) {
+    if (fs_.config().allow_other) run_as_ = sup::Credentials{who.uid, who.gid, who.groups()};
+  }
 
   Reply write(fuse_req_t req, std::string_view data, off_t off) override {
     std::unique_lock g(mu_);
@@ -226,7 +230,14 @@ class CmdHandle : public Handle {
     // Where sbx-step finds the tree (SBX_BGID is set by the supervisor).
     spec->env.try_emplace("SBX_MOUNT", fs_.config().mountpoint);
     spec->requester_uid = who.uid;
-    if (fs_.config().allow_other) spec->run_as = credentials(req, who);
+    spec->requester_pid = who.pid;
+    if (run_as_) {
+      // The opener's rights, not the writer's: the file was opened with
+      // them, and a setuid program that writes what its user gave it to a
+      // descriptor it was handed (`su 'TEXT' 2> cmd`) starts nothing as root.
+      spec->run_as = run_as_;
+      spec->requester_uid = run_as_->uid;
+    }
     starting_ = true;  // buf_ stays as it is until started(): it is what errors show
     step_written_ = false;
     g.unlock();        // started() may run at once, on this thread
@@ -337,21 +348,12 @@ class CmdHandle : public Handle {
     done_ = true;
   }
 
-  static sup::Credentials credentials(fuse_req_t req, const Requester& who) {
-    sup::Credentials c;
-    c.uid = who.uid;
-    c.gid = who.gid;
-    gid_t groups[64];
-    const int n = fuse_req_getgroups(req, 64, groups);
-    if (n > 0) c.groups.assign(groups, groups + std::min(n, 64));
-    return c;
-  }
-
   Filesystem& fs_;
   const std::string slot_;
   const std::string shown_;  // what a read without a write shows
   const fuse_ino_t ino_;
   const bool write_only_;    // opened O_WRONLY: a close with nothing written is an empty request
+  std::optional<sup::Credentials> run_as_;  // under allow_other: the opener's, taken at the open
   OpenerProcess opener_;  // whose close counts (the opener's, a writer's); guarded by mu_
   std::mutex mu_;
   std::string buf_;             // guarded by mu_: the request being written
@@ -382,10 +384,10 @@ class CmdHandle : public Handle {
 
 std::unique_ptr<Handle> open_cmd(Filesystem& fs, const Node& node, const OpenRequest& req) {
   const bool write_only = (req.flags & O_ACCMODE) == O_WRONLY;
-  if (node.kind == Kind::cmd) return std::make_unique<CmdHandle>(fs, "", kUsage, node.ino, write_only, req.who.pid);
+  if (node.kind == Kind::cmd) return std::make_unique<CmdHandle>(fs, "", kUsage, node.ino, write_only, req.who);
   const sup::CommandStatus& st = *node.record;
   std::string shown = st.state == "empty" ? "" : fs.mask(st.cmd_full, st.bg_id) + "\n";
-  return std::make_unique<CmdHandle>(fs, st.bg_id, std::move(shown), node.ino, write_only, req.who.pid);
+  return std::make_unique<CmdHandle>(fs, st.bg_id, std::move(shown), node.ino, write_only, req.who);
 }
 
 }  // namespace fsd

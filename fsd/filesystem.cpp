@@ -1,5 +1,8 @@
 #include "fsd/filesystem.hpp"
 
+#include <fstream>
+#include <sstream>
+
 #include <cerrno>
 #include <climits>
 #include <ctime>
@@ -41,6 +44,19 @@ std::string Requester::cwd() const {
   const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
   if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf) return "/";
   return std::string(buf, static_cast<std::size_t>(n));
+}
+
+std::vector<gid_t> Requester::groups() const {
+  std::vector<gid_t> out;
+  if (pid <= 0) return out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Groups:", 0) != 0) continue;
+    std::istringstream words(line.substr(7));
+    for (unsigned long g = 0; words >> g;) out.push_back(static_cast<gid_t>(g));
+    break;
+  }
+  return out;
 }
 
 void Requester::load_client() { client = client_of(pid); }

@@ -69,6 +69,9 @@ struct Requester {
   void load_client();
   /// The process's working directory (/proc/PID/cwd); "/" when unknown.
   std::string cwd() const;
+  /// The process's supplementary groups, all of them (/proc/PID/status,
+  /// as libfuse reads them, without its cap); empty when unknown.
+  std::vector<gid_t> groups() const;
 };
 
 /// An inode mapped back: which file, and for a command's files a snapshot of

@@ -51,6 +51,7 @@ std::vector<std::string> monitor_args(const MonitorLaunch& l) {
   if (l.notify_fd > 0) args.insert(args.end(), {"--notify-fd", std::to_string(l.notify_fd)});
   if (!l.script.empty()) args.insert(args.end(), {"--script", l.script});
   if (l.simple) args.push_back("--simple");
+  if (l.enter_as_user) args.push_back("--enter-as-user");
   args.push_back("--");
   args.insert(args.end(), l.argv.begin(), l.argv.end());
   return args;

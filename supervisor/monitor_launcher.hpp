@@ -25,7 +25,8 @@ struct MonitorLaunch {
   std::string record_dir;                  ///< absolute; the monitor's --dir
   std::vector<std::string> argv;           ///< the command
   std::map<std::string, std::string> env;  ///< the command's whole environment
-  std::string cwd;
+  std::string cwd;                         ///< where the monitor changes to (as root)
+  bool enter_as_user = false;              ///< and then the command, by that path, with run_as's rights (--enter-as-user)
   double timeout_sec = 0;                  ///< 0: none
   double grace_sec = 5;
   std::uint64_t log_max = 0;               ///< output bytes kept; 0: no limit

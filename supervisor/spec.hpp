@@ -61,6 +61,11 @@ struct StartSpec {
   /// A label the requester chose, never a credential.
   std::string requester_client;
   uid_t requester_uid = 0;
+  /// The requester's process, blocked in the write while the start is
+  /// under way (0: none): with run_as, the command starts in that
+  /// process's own working directory, reached through /proc/PID/cwd and
+  /// never by its path, which the writer may change meanwhile. Not stored.
+  pid_t requester_pid = 0;
 
   /// The argv actually executed (shell expanded to /bin/sh -c).
   std::vector<std::string> effective_argv() const;

@@ -158,6 +158,15 @@ void Supervisor::Impl::launch(const std::shared_ptr<Starting>& s, std::map<std::
   l.argv = argv;
   l.env = std::move(env);
   l.cwd = spec.cwd;
+  if (spec.run_as) {
+    // The monitor is root: a path it resolves can lead where the command's
+    // user may not go (a folder of the path swapped for a symlink after
+    // the check). The writer's own folder is reached through its /proc
+    // link, the folder it is in; one the request names is entered again
+    // by the command, with its user's rights, before the exec.
+    if (spec.cwd_is_writers && spec.requester_pid > 0) l.cwd = "/proc/" + std::to_string(spec.requester_pid) + "/cwd";
+    else l.enter_as_user = true;
+  }
   l.timeout_sec = spec.timeout_sec.value_or(0);
   l.grace_sec = spec.stop_grace_sec;
   l.log_max = I.opts.log_max;

@@ -3,7 +3,7 @@
 //   sbxfs-monitor --dir RECORD_DIR [--timeout-ms N] [--grace-ms N] [--log-max BYTES]
 //                 [--uid N --gid N [--groups G,G,...]] [--cgroup DIR] [--stdin pipe]
 //                 [--restart on-failure|always [--restart-delay-ms N] [--max-restarts N]]
-//                 [--notify-fd N] [--script FILE] [--simple] -- ARGV0 ARGS...
+//                 [--notify-fd N] [--script FILE] [--simple] [--enter-as-user] -- ARGV0 ARGS...
 //
 // --uid/--gid/--groups: the command (not the monitor) runs with these
 // credentials: with allow_other, as the user who wrote the request.
@@ -39,6 +39,9 @@
 // command of plain words, the command's process executes those words
 // itself, with the environment dash would give them, and /bin/sh -c TEXT
 // only if that exec fails (supervisor/simple_command.hpp).
+// --enter-as-user (with --uid): the command enters the working directory
+// again by its path once it has the user's rights, so that a path the
+// monitor (root) resolved cannot take it where its user could not go.
 // The command gets the monitor's environment and working directory; ARGV0
 // is looked up in PATH unless it contains a '/' (as execvp does, but a file
 // that is not a program is refused with ENOEXEC, never run by /bin/sh).
@@ -195,6 +198,7 @@ struct Args {
   int notify_fd = -1;  // --notify-fd; -1: none
   const char* script = nullptr;  // --script; null: none
   bool simple = false;           // --simple
+  bool enter_as_user = false;    // --enter-as-user
   char** argv = nullptr;
   // With --simple and a simple command: its words and environment, tried
   // first (prepare_simple); the environment with the given PWD where that
@@ -213,8 +217,8 @@ bool parse_args(int argc, char** argv, Args* a) {
       ++i;
       break;
     }
-    if (opt == "--simple") {  // the one option without a value
-      a->simple = true;
+    if (opt == "--simple" || opt == "--enter-as-user") {  // the options without a value
+      (opt == "--simple" ? a->simple : a->enter_as_user) = true;
       continue;
     }
     std::string value;
@@ -446,7 +450,9 @@ struct ChildStart {
     } while (n < 0 && errno == EINTR);
     if (n != 1) err = ECANCELED;
   }
-  if (err == 0 && c.cwd != nullptr && ::chdir(c.cwd) != 0) err = errno;
+  // With the user's rights (below) where there are any: root's could
+  // resolve the path through a folder that the user cannot search.
+  if (err == 0 && c.cwd != nullptr && !args.has_uid && ::chdir(c.cwd) != 0) err = errno;
   if (err != 0) {
     // the supervisor did not publish it, or the run cannot start: no exec
   } else if (::setsid() < 0 || ::dup2(c.stdin_src, 0) < 0 || ::dup2(c.out_w, 1) < 0 || ::dup2(c.err_w, 2) < 0) {
@@ -455,6 +461,8 @@ struct ChildStart {
              (::setgroups(args.groups.size(), args.groups.data()) != 0 || ::setgid(args.gid) != 0 ||
               ::setuid(args.uid) != 0)) {
     err = errno;  // groups first, uid last: after setuid we could not change them
+  } else if (args.has_uid && c.cwd != nullptr && ::chdir(c.cwd) != 0) {
+    err = errno;
   } else if (c.notify_w >= 0 && (status_w == args.notify_fd &&
                                  (status_w = ::fcntl(status_w, F_DUPFD_CLOEXEC, args.notify_fd + 1)) < 0)) {
     err = errno;  // the exec's report must not be where the command's descriptor goes
@@ -691,16 +699,18 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   // Each later run starts where the first did: taken before the first runs,
   // which may remove it (a later run then cannot start, as it should).
   std::string cwd;
-  if (args.restart != sup::RestartPolicy::no)
+  if (args.restart != sup::RestartPolicy::no || args.enter_as_user)
     if (char* here = ::getcwd(nullptr, 0)) {
       cwd = here;
       ::free(here);
     }
+  if (args.enter_as_user && args.has_uid && cwd.empty()) fail(errno, errmsg("cannot tell the working directory", errno));
   std::string started_at = sup::iso_now();
   // Forked by the server, stdin is the go socket (server.cpp).
   const int go_fd = detach ? -1 : 0;
   int status_r = -1;
-  pid_t root = fork_run(args, m, child_start, true, go_fd, stdin_r >= 0 ? stdin_r : devnull, nullptr, &status_r);
+  pid_t root = fork_run(args, m, child_start, true, go_fd, stdin_r >= 0 ? stdin_r : devnull,
+                        args.enter_as_user && args.has_uid ? cwd.c_str() : nullptr, &status_r);
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
   if (stdin_r >= 0) ::close(stdin_r);  // the command's alone
   if (go_fd >= 0) ::dup2(devnull, go_fd);  // the command alone holds it now

@@ -1,6 +1,8 @@
 // -o allow_other: each command runs as the user who wrote the request, and a
 // user sees and controls only their own commands (root: all).
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -76,6 +78,77 @@ TEST_F(AllowOtherTest, AWorkingDirectoryTheWriterCannotSearchIsEacces) {
           20, {{"D", closed}});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, closed + "\n");
+}
+
+// A setuid program (su, root) writes its complaint, which quotes what its
+// user gave it, to the `cmd` that user opened: the text runs, with the
+// rights the file was opened with, never as root.
+TEST_F(AllowOtherTest, ASetuidProgramWritingToTheUsersOpenCmdRunsNothingAsRoot) {
+  if (::access("/bin/su", X_OK) != 0) GTEST_SKIP() << "no /bin/su";
+  const std::string out = dir_ + "/out";
+  ASSERT_EQ(mkdir_errno(out), 0);
+  ASSERT_EQ(::chmod(out.c_str(), 01777), 0);
+  auto r = as_nobody("su \"x; id -u > " + out + "/who; #\" 2> \"$MNT/cmd\"");
+  ASSERT_TRUE(wait_until([&] { return !read_file(out + "/who").data.empty(); }, 10s)) << r.err;
+  EXPECT_EQ(read_file(out + "/who").data, "65534\n");
+  // The record is the opener's: it sees it.
+  r = as_nobody("ls \"$MNT/procs\"");
+  EXPECT_EQ(r.out, procs()[0] + "\n");
+}
+
+// All of the writer's supplementary groups, however many (libfuse's own
+// look at them stops at the buffer it is given).
+TEST_F(AllowOtherTest, TheCommandHasEveryGroupOfItsWriter) {
+  std::string groups;
+  for (int g = 20000; g < 20100; ++g) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+  auto r = run("cd / && exec setpriv --reuid 65534 --regid 65534 --groups " + groups +
+               " sh -c 'exec 3<>\"$MNT/cmd\"; echo \"id -G\" >&3; read -r id <&3; cat \"$MNT/procs/$id/wait\" >/dev/null; "
+               "cat \"$MNT/procs/$id/log\"'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string want = "65534";
+  for (int g = 20000; g < 20100; ++g) want += " " + std::to_string(g);
+  EXPECT_EQ(r.out, want + "\n");
+}
+
+// A folder the request names is checked as the command's user, then
+// entered by the root monitor: were the path swapped meanwhile for a link
+// into a folder that user cannot search, the command enters it again with
+// its own rights and cannot start there. The daemon is held (strace)
+// between the check and the monitor's start.
+TEST_F(AllowOtherTest, AWorkingDirectorySwappedAfterItsCheckIsEnteredWithTheUsersRights) {
+  const std::string open = dir_ + "/open", closed = dir_ + "/closed", inner = closed + "/pub", link = dir_ + "/link";
+  for (const std::string& d : {open, closed, inner}) ASSERT_EQ(mkdir_errno(d), 0);
+  ASSERT_EQ(::chmod(open.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(closed.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(inner.c_str(), 0755), 0);
+  ASSERT_EQ(write_file(inner + "/flag", "FLAG\n", O_WRONLY | O_CREAT), 0);
+  ASSERT_EQ(::chmod((inner + "/flag").c_str(), 0644), 0);
+  ASSERT_EQ(::symlink(open.c_str(), link.c_str()), 0);
+  std::string why;
+  const pid_t tracer = trace_daemon("-e trace=socketpair -e inject=socketpair:delay_exit=1500000 -o /dev/null", why);
+  if (tracer < 0) GTEST_SKIP() << "strace cannot trace the daemon here: " << why;
+  const std::string said = dir_ + "/said";
+  const pid_t writer =
+      spawn_bg("cd / && exec setpriv --reuid 65534 --regid 65534 --clear-groups sh -c 'echo {\\\"cmd\\\": "
+               "\\\"cat flag\\\", \\\"cwd\\\": \\\"" + link + "\\\"} > \"$MNT/cmd\"'",
+               said);
+  ASSERT_GT(writer, 0);
+  // Checked and recorded: its spec.json is written before the launch is held.
+  ASSERT_TRUE(wait_until([&] {
+    for (const std::string& e : list_dir(state_ + "/staging"))
+      if (read_file(state_ + "/staging/" + e + "/spec.json").data.find("cat flag") != std::string::npos) return true;
+    return false;
+  }, 10s));
+  ASSERT_EQ(::unlink(link.c_str()), 0);
+  ASSERT_EQ(::symlink(inner.c_str(), link.c_str()), 0);
+  const std::optional<int> code = wait_bg(writer, 20s);
+  ::kill(tracer, SIGKILL);
+  wait_bg(tracer, 5s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0) << "started where its user cannot go";
+  for (const std::string& id : procs()) EXPECT_EQ(log(id).find("FLAG"), std::string::npos) << id;
+  ASSERT_FALSE(errors().empty());
+  EXPECT_EQ(errors().back()["errno"], "EACCES") << errors().back();
 }
 
 TEST_F(AllowOtherTest, OthersCommandsAreInvisibleAndUnstoppable) {
