@@ -310,19 +310,38 @@ int Cgroup::destroy(std::chrono::milliseconds limit) const {
   return remove();
 }
 
+namespace {
+
+/// The pids of `dir`/cgroup.procs and of every cgroup below it (a command
+/// may make its own, as a container runtime or an sbxfs run as a command
+/// does: cgroup.procs lists a folder's own members only).
+void members_below(const std::string& dir, std::vector<pid_t>& out, int depth) {
+  if (auto t = read_cgroup_file(dir + "/cgroup.procs")) {
+    const char* p = t->c_str();
+    while (*p) {
+      char* end = nullptr;
+      long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      if (v > 0) out.push_back(static_cast<pid_t>(v));
+      p = end;
+      while (*p == '\n') ++p;
+    }
+  }
+  if (depth >= 64) return;  // deeper than anything real; the kill still ends them all
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> subs;
+  while (dirent* e = ::readdir(d))
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.push_back(dir + "/" + e->d_name);
+  ::closedir(d);
+  for (const std::string& sub : subs) members_below(sub, out, depth + 1);
+}
+
+}  // namespace
+
 std::vector<pid_t> Cgroup::members() const {
   std::vector<pid_t> out;
-  auto t = read_cgroup_file(path_ + "/cgroup.procs");
-  if (!t) return out;
-  const char* p = t->c_str();
-  while (*p) {
-    char* end = nullptr;
-    long v = std::strtol(p, &end, 10);
-    if (end == p) break;
-    if (v > 0) out.push_back(static_cast<pid_t>(v));
-    p = end;
-    while (*p == '\n') ++p;
-  }
+  members_below(path_, out, 0);
   return out;
 }
 

@@ -87,7 +87,7 @@ class Cgroup {
   /// Blocks: for a worker thread, or at load.
   int destroy(std::chrono::milliseconds limit = std::chrono::seconds(10)) const;
 
-  /// The pids in cgroup.procs.
+  /// The pids in cgroup.procs, and in those of the cgroups below.
   std::vector<pid_t> members() const;
   /// Sends `sig` (then SIGCONT when also_cont) to every member, each
   /// through a pidfd that is checked to still be a member (no reused pid

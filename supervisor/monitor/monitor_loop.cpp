@@ -260,7 +260,10 @@ void Loop::send_term() {
 void Loop::kill_sweep(bool first) {
   if (first) disarm_timeout();
   sent_sigkill_ = true;
-  if (m_.cg.empty() || m_.cg.kill() != 0) signal_tree(m_.root, !root_reaped_, SIGKILL, false);
+  // The cgroup empty and the command not over: a process of it left the
+  // cgroup (only root can move one out); it is still a descendant.
+  if (m_.cg.empty() || m_.cg.kill() != 0 || (!first && !sup::Cgroup::populated(m_.cg_events)))
+    signal_tree(m_.root, !root_reaped_, SIGKILL, false);
   ++sweeps_;
   if (first) {
     arm_kill_timer(100, 100);

@@ -158,6 +158,48 @@ TEST_F(CgroupTest, AProcessThatLeftEverythingBehindIsAMemberAndIsStopped) {
   EXPECT_TRUE(wait_until([&] { return !exists(cg); }, 5s));
 }
 
+// A command that makes a cgroup of its own below its cgroup (a container
+// runtime does, or an sbxfs run as a command): a stop's TERM reaches the
+// processes there too, not only the KILL after the grace.
+TEST_F(CgroupTest, AStopReachesTheMembersOfCgroupsTheCommandMade) {
+  const std::string said = dir_ + "/said", script = dir_ + "/nested.sh";
+  ASSERT_EQ(write_file(script,
+                       "cg=$(grep '^0::' /proc/self/cgroup | cut -d: -f3)\n"
+                       "top=$(awk '$9 == \"cgroup2\" {print $5; exit}' /proc/self/mountinfo)\n"
+                       "mkdir \"$top$cg/sub\" || exit 9\n"
+                       "sh -c 'echo $$ > \"$1/sub/cgroup.procs\"; trap \"echo nested >> $2; exit 0\" TERM; "
+                       "echo in > \"$2\"; while :; do sleep 0.05; done' x \"$top$cg\" \"$1\" &\n"
+                       "trap 'exit 0' TERM\n"
+                       "while :; do sleep 0.05; done\n",
+                       O_WRONLY | O_CREAT),
+            0);
+  std::string id = start(R"({"argv": ["sh", ")" + script + R"(", ")" + said + R"("], "stopGraceSec": 20})");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return read_file(said).data == "in\n"; }, 10s)) << log(id);
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 30, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(r.seconds, 10.0) << "the nested process waited for the grace's KILL";
+  EXPECT_EQ(read_file(said).data, "in\nnested\n");
+}
+
+// A process that a command run as root moves out of its cgroup is still
+// the monitor's descendant: a stop ends it (after the cgroup's KILL found
+// nothing), and does not wait for it forever.
+TEST_F(CgroupTest, AProcessMovedOutOfItsCgroupStillEndsWithTheStop) {
+  const std::string pidfile = dir_ + "/moved";
+  std::string id = start(R"({"cmd": "top=$(awk '$9 == \"cgroup2\" {print $5; exit}' /proc/self/mountinfo); )"
+                         R"(sh -c 'echo $$ > \"$1/cgroup.procs\" && echo $$ > \"$2\" && exec sleep 600' x \"$top\" \")" +
+                         pidfile + R"(\" & sleep 600", "stopGraceSec": 1})");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return pids_in(pidfile).size() == 1; }, 10s)) << log(id);
+  const pid_t moved = pids_in(pidfile)[0];
+  auto r = run("echo > \"$MNT/procs/$ID/stop\"", 30, {{"ID", id}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_TRUE(wait_until([&] { return !pid_alive(moved); }, 5s));
+  EXPECT_EQ(status_json(id)["running"], false);
+}
+
 TEST_F(CgroupTest, RunningUntilTheLastMemberEnds) {
   // The root exits at once; a member that left its session and closed its
   // output lives on until the test ends it: the record runs until then.
