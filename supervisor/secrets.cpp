@@ -6,25 +6,36 @@
 
 namespace sup {
 
+namespace {
+
+/// Which bytes of `text` any occurrence of any non-empty secret covers,
+/// overlapping ones included; empty when none does.
+std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::string>& secrets) {
+  std::vector<bool> covered;
+  for (const auto& s : secrets) {
+    if (s.empty()) continue;
+    for (size_t at = text.find(s); at != std::string_view::npos; at = text.find(s, at + 1)) {
+      if (covered.empty()) covered.assign(text.size(), false);
+      std::fill(covered.begin() + static_cast<long>(at), covered.begin() + static_cast<long>(at + s.size()), true);
+    }
+  }
+  return covered;
+}
+
+}  // namespace
+
 std::string mask_secrets(std::string_view text, std::vector<std::string> secrets) {
-  std::erase_if(secrets, [](const std::string& s) { return s.empty(); });
-  if (secrets.empty()) return std::string(text);
-  std::sort(secrets.begin(), secrets.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  const std::vector<bool> covered = covered_bytes(text, secrets);
+  if (covered.empty()) return std::string(text);
   std::string out;
   out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    bool hit = false;
-    for (const auto& s : secrets) {
-      if (text.compare(i, s.size(), s) == 0) {
-        out += kMask;
-        i += s.size();
-        hit = true;
-        break;
-      }
+  for (size_t i = 0; i < text.size();) {
+    if (!covered[i]) {
+      out += text[i++];
+      continue;
     }
-    if (!hit) out += text[i++];
+    out += kMask;  // one mask for a run of covered bytes, whatever made it
+    while (i < text.size() && covered[i]) ++i;
   }
   return out;
 }
@@ -60,29 +71,43 @@ std::string mask_secrets_in_json(std::string_view text, const std::vector<std::s
 }
 
 void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& secrets) {
-  std::vector<bool> covered;
-  for (const auto& s : secrets) {
-    if (s.empty()) continue;
-    for (size_t at = bytes.find(s); at != std::string::npos; at = bytes.find(s, at + 1)) {
-      if (covered.empty()) covered.assign(bytes.size(), false);
-      std::fill(covered.begin() + static_cast<long>(at), covered.begin() + static_cast<long>(at + s.size()), true);
-    }
-  }
+  const std::vector<bool> covered = covered_bytes(bytes, secrets);
   for (size_t i = 0; i < covered.size(); ++i)
     if (covered[i]) bytes[i] = '*';
 }
 
 std::vector<std::string> request_secrets(std::string_view request) {
-  const nlohmann::json j = nlohmann::json::parse(request, nullptr, false);
+  using nlohmann::json;
+  // Every string under a top-level "secretEnv", as the parser meets it: a
+  // key given twice keeps only its last value in the parsed object, and a
+  // request that stops parsing part way has said its secrets before that.
   std::vector<std::string> out;
-  if (!j.is_object() || !j.contains("secretEnv") || !j["secretEnv"].is_object()) return out;
-  for (const auto& [key, value] : j["secretEnv"].items()) {
-    if (!value.is_string() || value.get_ref<const std::string&>().empty()) continue;
+  auto keep = [&out](const json& value) {
+    if (!value.is_string() || value.get_ref<const std::string&>().empty()) return;
     out.push_back(value.get<std::string>());
     // As it stands in the request text when it holds a quote, a backslash...
-    const std::string quoted = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const std::string quoted = value.dump(-1, ' ', false, json::error_handler_t::replace);
     if (quoted.substr(1, quoted.size() - 2) != out.back()) out.push_back(quoted.substr(1, quoted.size() - 2));
-  }
+  };
+  bool named = false;  // the last top-level key was "secretEnv"
+  bool inside = false;  // within its object (or array)
+  (void)json::parse(
+      request,
+      [&](int depth, json::parse_event_t ev, json& parsed) {
+        if (depth == 1 && ev == json::parse_event_t::key) {
+          named = parsed.is_string() && parsed.get_ref<const std::string&>() == "secretEnv";
+        } else if (depth == 1 && named && (ev == json::parse_event_t::object_start || ev == json::parse_event_t::array_start)) {
+          inside = true;
+          named = false;
+        } else if (depth == 1 && (ev == json::parse_event_t::object_end || ev == json::parse_event_t::array_end)) {
+          inside = false;
+        } else if (ev == json::parse_event_t::value && (inside || (depth == 1 && named))) {
+          keep(parsed);
+          if (depth == 1) named = false;
+        }
+        return true;
+      },
+      false);
   return out;
 }
 

@@ -8,8 +8,9 @@ namespace sup {
 
 inline constexpr std::string_view kMask = "****";
 
-/// Replaces every occurrence of every non-empty secret in `text` with "****"
-/// (longest secrets first, so one that contains another is masked whole).
+/// Replaces every run of bytes that occurrences of non-empty secrets cover
+/// in `text` with "****": one that contains another, or two that overlap,
+/// are masked whole.
 std::string mask_secrets(std::string_view text, std::vector<std::string> secrets);
 
 /// `text` as mask_secrets() shows it, and where it is JSON (a request as
@@ -24,9 +25,10 @@ std::string mask_secrets_in_json(std::string_view text, const std::vector<std::s
 /// that much on each side and keep the middle.
 void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& secrets);
 
-/// The values of a request's own secretEnv, if its text parses as JSON,
-/// each also as the request spells it when that differs (a quote, a
-/// backslash): a refused request has no command whose secrets are known.
+/// The values of a request's own secretEnv (every string under it: a key
+/// given twice, an array; as far as the text parses as JSON), each also as
+/// the request spells it when that differs (a quote, a backslash): a
+/// refused request has no command whose secrets are known.
 std::vector<std::string> request_secrets(std::string_view request);
 
 }  // namespace sup

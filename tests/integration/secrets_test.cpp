@@ -52,6 +52,29 @@ TEST_F(SecretsTest, BothStatusFilesAndTheStepsMaskAWorkingDirectoryAndKeepTheNam
   EXPECT_EQ(file("steps.json").find("q5-own-secret"), std::string::npos) << file("steps.json");
 }
 
+// Two secrets that overlap hide every byte of both; a refused request
+// that gives a secret twice (a key repeated) hides both values.
+TEST_F(SecretsTest, OverlappingAndRepeatedSecretsAreHiddenWhole) {
+  const std::string id = start(R"({"cmd": "echo xyzOVERLAPqrs; sleep 30", "note": "n xyzOVERLAPqrs", )"
+                               R"("secretEnv": {"S1": "xyzOVERLAP", "S2": "OVERLAPqrs"}})");
+  ASSERT_FALSE(id.empty());
+  const json st = status_json(id);
+  for (const char* field : {"cmd", "note"}) {
+    const std::string shown = st[field];
+    EXPECT_EQ(shown.find("qrs"), std::string::npos) << field << ": " << shown;
+    EXPECT_EQ(shown.find("xyz"), std::string::npos) << field << ": " << shown;
+  }
+  EXPECT_EQ(file("procs/" + id + "/cmd"), "echo ****; sleep 30\n");
+  EXPECT_NE(write_file(p("cmd"), R"({"cmd": "x", "secretEnv": {"K": "firstSecretAAA", "K": "secondSecretBBB"}})"
+                                 "\n"),
+            0);
+  for (const char* shown : {"errors", "steps.json", "status.json"}) {
+    const std::string text = file(shown);
+    EXPECT_EQ(text.find("SecretAAA"), std::string::npos) << shown << ": " << text;
+    EXPECT_EQ(text.find("SecretBBB"), std::string::npos) << shown << ": " << text;
+  }
+}
+
 TEST_F(SecretsTest, LogViewsMaskSecretsAtEveryOffset) {
   const std::string secret = "hunter2-Very-Secret";
   // The secret reaches the log in two writes, with a pause between them.

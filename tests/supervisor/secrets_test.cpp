@@ -9,6 +9,9 @@ TEST(MaskSecrets, ReplacesEveryOccurrenceLongestFirst) {
   EXPECT_EQ(sup::mask_secrets("token=abc123 again abc123", {"abc123"}), "token=**** again ****");
   EXPECT_EQ(sup::mask_secrets("xabcdefx", {"abc", "abcdef"}), "x****x");
   EXPECT_EQ(sup::mask_secrets("nothing here", {"", "zzz"}), "nothing here");
+  // Two that overlap: every byte of both.
+  EXPECT_EQ(sup::mask_secrets("echo xyzOVERLAPqrs!", {"xyzOVERLAP", "OVERLAPqrs"}), "echo ****!");
+  EXPECT_EQ(sup::mask_secrets("abcde", {"abc", "cde"}), "****");
 }
 
 // A request as written: JSON may spell a secret with escapes (Python's
@@ -33,7 +36,15 @@ TEST(RequestSecrets, TheSecretEnvValuesAndHowTheRequestSpellsThem) {
             (std::vector<std::string>{"plain", "q\"uote", "q\\\"uote"}));
   EXPECT_TRUE(sup::request_secrets(R"({"cmd": "x", "secretEnv": {"A": "cut)").empty()) << "not JSON: none";
   EXPECT_TRUE(sup::request_secrets("echo plain").empty());
-  EXPECT_TRUE(sup::request_secrets(R"({"secretEnv": ["a"]})").empty());
+  // Every value the text gives, not only those the parsed object keeps.
+  EXPECT_EQ(sup::request_secrets(R"({"cmd": "x", "secretEnv": {"K": "first", "K": "second"}})"),
+            (std::vector<std::string>{"first", "second"}));
+  EXPECT_EQ(sup::request_secrets(R"({"secretEnv": {"K": "one"}, "secretEnv": {"K": "two"}, "env": {"E": "no"}})"),
+            (std::vector<std::string>{"one", "two"}));
+  EXPECT_EQ(sup::request_secrets(R"({"secretEnv": ["a"]})"), std::vector<std::string>{"a"});
+  EXPECT_EQ(sup::request_secrets(R"({"secretEnv": {"K": "given"}, "cmd": )"), std::vector<std::string>{"given"})
+      << "said before the text stopped parsing";
+  EXPECT_TRUE(sup::request_secrets(R"({"env": {"secretEnv": "nested, not the request's"}})").empty());
 }
 
 TEST(MaskSecretsInPlace, KeepsTheSizeAndCoversOverlaps) {
