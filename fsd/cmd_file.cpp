@@ -92,7 +92,11 @@ class CmdHandle : public Handle {
       // Blanks after a request (a JSON request's newline written apart, by
       // `dd bs=1` or a printf of "...}\n\n"): no request, and no error for a
       // command that did start.
-      if (is_blank(data)) return Reply::written(data.size());
+      if (is_blank(data)) {
+        // The writer's position moved past them: the answer begins there.
+        if (!answer_read_) answer_at_ = std::max(answer_at_, off + static_cast<off_t>(data.size()));
+        return Reply::written(data.size());
+      }
       // The rejected bytes again (Python's buffered writer retries them at
       // close), or the rest of a write(2) the kernel split and whose last
       // part was refused (the writer got the first parts' count and writes

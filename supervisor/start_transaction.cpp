@@ -162,10 +162,11 @@ void Supervisor::Impl::launch(const std::shared_ptr<Starting>& s, std::map<std::
     // The monitor is root: a path it resolves can lead where the command's
     // user may not go (a folder of the path swapped for a symlink after
     // the check). The writer's own folder is reached through its /proc
-    // link, the folder it is in; one the request names is entered again
-    // by the command, with its user's rights, before the exec.
-    if (spec.cwd_is_writers && spec.requester_pid > 0) l.cwd = "/proc/" + std::to_string(spec.requester_pid) + "/cwd";
-    else l.enter_as_user = true;
+    // link, the folder it is in (a caller that names no process vouches
+    // for the path); one the request names is entered again by the
+    // command, with its user's rights, before the exec.
+    if (!spec.cwd_is_writers) l.enter_as_user = true;
+    else if (spec.requester_pid > 0) l.cwd = "/proc/" + std::to_string(spec.requester_pid) + "/cwd";
   }
   l.timeout_sec = spec.timeout_sec.value_or(0);
   l.grace_sec = spec.stop_grace_sec;
@@ -245,6 +246,11 @@ std::optional<Error> Supervisor::Impl::claim(Starting& s, StartMode mode) {
         return Error{Errc::busy, "'" + s.id + "' is " + state_name(it->second.state)};
       s.replacing = true;
       if (it->second.spec) s.old_script = it->second.spec->script_file;
+    } else if (mode == StartMode::reuse_slot) {
+      // procs/NAME/cmd held open across an rmdir of NAME: nothing to run in
+      // (a new record would bring back the name, or an automatic id, that
+      // was given up).
+      return Error{Errc::not_found, "procs/" + s.id + " was removed: there is no slot to run in"};
     }
   } else {
     do {

@@ -53,7 +53,7 @@ std::string default_monitor_path();
 
 enum class StartMode {
   new_only,     ///< a taken name is already_exists
-  reuse_slot,   ///< the name may be an empty slot or an ended command (replaced); running: busy
+  reuse_slot,   ///< the name must be an empty slot or an ended command (replaced); running: busy; none: not_found
 };
 
 struct Event {

@@ -174,6 +174,24 @@ os.close(fd)
   EXPECT_EQ(read_file(p("procs/" + id + "/cmd")).data, "echo a\necho b\nexit 3\n");
 }
 
+// Blanks written after a request (its newline apart, `dd bs=1`): the
+// writer's position moved past them, and the answer begins there.
+TEST_F(CmdTest, TheAnswerBeginsAfterBlanksWrittenAfterTheRequest) {
+  auto r = python(R"(
+import os
+for parts in ([b'{"cmd": "true"}', b'\n'], [b'{"cmd": "true"}', b'\n\n\n'], [b'true\n', b'\n']):
+    fd = os.open(os.environ['MNT'] + '/cmd', os.O_RDWR)
+    for part in parts:
+        os.write(fd, part)
+    print(os.read(fd, 100).decode(), end='')
+    os.close(fd)
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> ids = procs();
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(r.out, ids[0] + "\n" + ids[1] + "\n" + ids[2] + "\n");
+}
+
 TEST_F(CmdTest, HeredocScriptIsOneCommand) {
   auto r = run(R"(cat > "$MNT/cmd" <<'EOF'
 x=1

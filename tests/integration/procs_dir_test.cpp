@@ -58,6 +58,24 @@ TEST_F(ProcsDirTest, SlotCmdReadBack) {
   EXPECT_EQ(r.out, "rb\n");
 }
 
+// procs/NAME/cmd held open across `rmdir procs/NAME`: a write there has no
+// slot to run in, and brings back neither the name nor an automatic id.
+TEST_F(ProcsDirTest, ACmdHeldAcrossTheRmdirOfItsRecordStartsNothing) {
+  ASSERT_EQ(mkdir_errno(p("procs/gone")), 0);
+  const std::string auto_id = start("true");
+  ASSERT_TRUE(is_auto_id(auto_id));
+  wait_json(auto_id);
+  auto r = bash(R"(exec 5<>"$MNT/procs/gone/cmd" 6<>"$MNT/procs/$ID/cmd" || exit 90
+rmdir "$MNT/procs/gone" "$MNT/procs/$ID" || exit 91
+echo 'echo back' >&5; echo "rc=$?"
+echo 'echo back' >&6; echo "rc=$?")",
+                20, {{"ID", auto_id}});
+  EXPECT_EQ(r.out, "rc=1\nrc=1\n") << r.err;
+  EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << r.err;
+  EXPECT_TRUE(procs().empty()) << ::testing::PrintToString(procs());
+  EXPECT_EQ(stat_errno(state_ + "/procs/gone"), ENOENT);
+}
+
 TEST_F(ProcsDirTest, JsonInSlotCmdWithMatchingName) {
   ASSERT_EQ(mkdir_errno(p("procs/js")), 0);
   EXPECT_EQ(write_file(p("procs/js/cmd"), R"({"cmd": "echo json slot", "name": "js", "note": "n"})"), 0);
