@@ -36,12 +36,19 @@ std::vector<StepStore::Step>& StepStore::run_of(const sup::CommandStatus& st) {
   const std::string key = st.bg_id + "@" + st.started_at;
   auto [it, inserted] = runs_.try_emplace(key);
   if (inserted) {
-    // Taken back after a restart: what the last daemon saved.
+    // A new run of a restart policy: the runs before it are over.
+    const std::string prefix = st.bg_id + "@";
+    for (auto old = runs_.lower_bound(prefix); old != runs_.end() && old->first.starts_with(prefix);)
+      old = old == it ? std::next(old) : runs_.erase(old);
+    // Taken back after a restart: what the last daemon saved of this run
+    // (the folder holds the last run's steps; a step saved without its run
+    // is from an older daemon, and kept).
     std::ifstream in(file_of(st));
     const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
     if (j.is_array())
       for (const nlohmann::json& s : j) {
         if (!s.is_object() || !s.value("name", nlohmann::json()).is_string()) continue;
+        if (s.contains("run") && s["run"] != st.started_at) continue;
         Step step;
         step.name = s["name"];
         step.started_at = s.value("startedAt", "");
@@ -60,6 +67,9 @@ sup::Status StepStore::apply(const sup::CommandStatus& st, std::string_view line
     return sup::Error{sup::Errc::invalid_argument, "no command has run in this slot"};
   // Steps are told from inside the run: once it has ended they are closed.
   if (!st.running) return sup::Error{sup::Errc::no_such_process, "'" + st.bg_id + "' has ended: its steps are closed"};
+  if (st.state == "restarting")
+    return sup::Error{sup::Errc::no_such_process,
+                      "'" + st.bg_id + "' is between runs: the last run's steps are closed, the next run's not begun"};
   std::lock_guard g(mu_);
   std::vector<Step>& steps = run_of(st);
   bool changed = false;
@@ -119,7 +129,10 @@ void StepStore::save(const sup::CommandStatus& st, const std::vector<Step>& step
   const std::string file = file_of(st);
   if (file.empty()) return;
   nlohmann::json saved = dump(steps, true);
-  for (std::size_t i = 0; i < steps.size(); ++i) saved[i]["startMs"] = steps[i].start_ms;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    saved[i]["startMs"] = steps[i].start_ms;
+    saved[i]["run"] = st.started_at;  // whose steps these are, for a daemon that takes them back
+  }
   if (const sup::Status ok = sup::write_file_atomic(file, saved.dump() + "\n", false); !ok)
     if (warn_) warn_("cannot save " + file + ": " + ok.error().message);
 }
@@ -143,7 +156,7 @@ nlohmann::json StepStore::dump(const std::vector<Step>& steps, bool command_runn
 nlohmann::json StepStore::to_json(const sup::CommandStatus& st) {
   if (st.state == "empty" || st.started_at.empty()) return nlohmann::json::array();
   std::lock_guard g(mu_);
-  return dump(run_of(st), st.running);
+  return dump(run_of(st), st.running && st.state != "restarting");
 }
 
 }  // namespace sup

@@ -1,4 +1,6 @@
 // sbx-step and procs/ID/steps.json: steps recorded from inside a command.
+#include <fcntl.h>
+
 #include <string>
 
 #include "sbxfs_fixture.hpp"
@@ -74,6 +76,36 @@ TEST_F(StepsTest, ShellScriptWithAFailingStep) {
   EXPECT_EQ(steps[3]["running"], false);
   EXPECT_EQ(steps[3]["unfinished"], true);
   EXPECT_EQ(log(id).find("fetching\ncompiling\nfailing\n"), 0u) << log(id);
+}
+
+// A restart policy's next run starts with no steps: the last run's are
+// closed with it (not ended by the next run, not counted against it), also
+// for a daemon that takes the record back; between runs a step is ESRCH.
+TEST_F(StepsTest, EachRunOfARestartPolicyHasItsOwnSteps) {
+  const std::string script = dir_ + "/runs.sh";
+  ASSERT_EQ(write_file(script,
+                       "s=\"$SBX_MOUNT/procs/$SBX_BGID\"\n"
+                       "if [ -e \"$T/ran\" ]; then\n"
+                       "  cat \"$s/steps.json\" > \"$T/seen\"; echo 'end 42' > \"$s/steps\" 2>/dev/null; echo \"end=$?\" >> \"$T/seen\"\n"
+                       "  touch \"$T/second\"; exec sleep 30\n"
+                       "fi\n"
+                       "touch \"$T/ran\"; echo 'start first' > \"$s/steps\"; exit 1\n",
+                       O_WRONLY | O_CREAT),
+            0);
+  const std::string id =
+      start(R"({"argv": ["sh", ")" + script + R"("], "restart": "on-failure", "restartDelaySec": 1})");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return status_json(id)["state"] == "restarting"; }, 10s));
+  EXPECT_EQ(write_file(p("procs/" + id + "/steps"), "start late\n"), ESRCH) << "between runs";
+  const json between = parse_json(file("procs/" + id + "/steps.json"));
+  ASSERT_EQ(between.size(), 1u) << between.dump();
+  EXPECT_EQ(between[0]["running"], false) << "its run is over";
+  ASSERT_TRUE(wait_until([&] { return read_file(dir_ + "/second").err == 0; }, 10s));
+  const std::string seen = read_file(dir_ + "/seen").data;
+  EXPECT_EQ(parse_json(seen.substr(0, seen.find("end="))), json::array()) << seen;
+  EXPECT_NE(seen.find("end=1"), std::string::npos) << "the next run has no step to end: " << seen;
+  ASSERT_TRUE(restart_daemon());
+  EXPECT_EQ(parse_json(file("procs/" + id + "/steps.json")), json::array()) << "taken back: still this run's";
 }
 
 TEST_F(StepsTest, EnvironmentNamesTheTree) {
