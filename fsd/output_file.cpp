@@ -127,11 +127,18 @@ class OutputHandle : public BlockingReadHandle {
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
     const std::size_t cap = cap_;
     const std::vector<std::string> secrets = fs_.sup().secrets(st.bg_id);
-    Stream out = read_end(st.stdout_file, cap, secrets);
-    Stream err = read_end(st.stderr_file, cap, secrets);
-    if (!secrets.empty()) {
-      out.bytes = sup::mask_secrets(out.bytes, secrets);
-      err.bytes = sup::mask_secrets(err.bytes, secrets);
+    // A secret that the cap would cut is still recognised, and masked
+    // whole, in a window wider by the longest one; the masked text is then
+    // cut to the cap.
+    std::size_t widen = 0;
+    for (const std::string& s : secrets) widen = std::max(widen, s.size());
+    const std::size_t read_cap = cap > SIZE_MAX - widen ? SIZE_MAX : cap + widen;
+    Stream out = read_end(st.stdout_file, read_cap, secrets);
+    Stream err = read_end(st.stderr_file, read_cap, secrets);
+    for (Stream* s : {&out, &err}) {
+      if (!secrets.empty()) s->bytes = sup::mask_secrets(s->bytes, secrets);
+      if (s->bytes.size() > cap) s->bytes = std::string(sup::utf8_tail(s->bytes, cap));
+      s->truncated = s->truncated || s->size > cap;
     }
     // The two texts (up to output_max each) are quoted once, each into a
     // buffer of its size, and put in place in one more copy: through

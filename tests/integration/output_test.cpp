@@ -74,6 +74,21 @@ TEST_F(OutputTest, SecretsAreMasked) {
   EXPECT_EQ(o["stderr"], "****\n");
 }
 
+// A cap that falls inside a secret shows none of it: the secret is masked
+// whole, then the text cut to the cap.
+TEST_F(OutputTest, ACapInsideASecretShowsNoPartOfIt) {
+  std::string id = start(R"({"cmd": "printf 'xx alphaTokenValue\n'", "secretEnv": {"ATOK": "alphaTokenValue"}})");
+  ASSERT_FALSE(id.empty());
+  for (const auto& [max, shown] : std::vector<std::pair<std::string, std::string>>{
+           {"10", "xx ****\n"}, {"5", "****\n"}, {"3", "**\n"}}) {
+    auto o = parse_json(run("cat \"$MNT/procs/$ID/output,maxBytes=" + max + "\"", 10, {{"ID", id}}).out);
+    ASSERT_TRUE(o.is_object()) << max;
+    EXPECT_EQ(o["stdout"], shown) << "maxBytes=" << max;
+    EXPECT_EQ(o["stdoutTruncated"], true) << max;
+    EXPECT_EQ(o["stdoutBytes"], 19) << max;
+  }
+}
+
 TEST_F(OutputTest, KilledCommandReportsItsSignal) {
   std::string id = start("echo started; sleep 30");
   ASSERT_FALSE(id.empty());
