@@ -142,17 +142,18 @@ Status Supervisor::stop(const std::string& id) {
   std::lock_guard g(impl_->mu);
   auto it = impl_->records.find(id);
   if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
-  // The record keeps no stopping state (the monitor does): the table says
-  // whether there is anything to stop. Between runs the monitor ends the
-  // policy at once (end_policy): its exit.json follows.
-  const CommandAction action = transition(it->second.state, CommandEvent::stop_asked).action;
+  // The table says whether there is anything to stop. Between runs the
+  // monitor ends the policy at once (end_policy): its exit.json follows.
+  const Transition t = transition(it->second.state, CommandEvent::stop_asked);
+  const CommandAction action = t.action;
   if (it->second.state == CommandState::queued && action == CommandAction::record_end) {
     impl_->stop_queued(it->second);  // it never runs
     return Ok{};
   }
   if (action != CommandAction::send_term && action != CommandAction::end_policy) return Ok{};
-  if (action == CommandAction::send_term)
-    it->second.state = CommandState::running;  // a paused one: the monitor thaws it to deliver the TERM
+  // Stopping (shown as running), a paused one too: the monitor thaws it to
+  // deliver the TERM, and a STOP now would only hold the stop up.
+  if (action == CommandAction::send_term) it->second.state = t.next;
   return write_ctl(impl_->dir_of(id), std::string(kCtlTerm) + "\n");
 }
 
@@ -163,6 +164,8 @@ Status Supervisor::signal(const std::string& id, int sig) {
   if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
   Record& r = it->second;
   if (Status st = check_started(id, r); !st) return st;
+  if (sig == SIGSTOP && (r.state == CommandState::stopping || r.state == CommandState::killing))
+    return Error{Errc::busy, "'" + id + "' is being stopped: a STOP would only hold that up (its grace would end in SIGKILL)"};
   if (sig == SIGSTOP || sig == SIGCONT) {
     // With a cgroup, STOP freezes every member (none can undo it, none is
     // missed) and CONT thaws them; CONT is still sent, for one stopped by itself.

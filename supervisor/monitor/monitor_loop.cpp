@@ -190,6 +190,8 @@ void Loop::handle_ctl_line(std::string line) {
 }
 
 void Loop::send_signal(int sig) {
+  // Being stopped: a STOP would hold the tree until the grace's SIGKILL.
+  if (sig == SIGSTOP && (state_ == sup::CommandState::stopping || state_ == sup::CommandState::killing)) return;
   if (sig == SIGKILL) sent_sigkill_ = true;
   if (!m_.cg.empty()) {
     m_.cg.signal_members(sig);

@@ -210,6 +210,38 @@ class SignalOnceTreeTest : public SignalOnceTest {
   SignalOnceTreeTest() { daemon_options_ = {"-o", "cgroup=off"}; }
 };
 
+// A STOP while a stop is under way would hold the tree (frozen, or
+// stopped) until the grace's SIGKILL: EBUSY, and the command ends as its
+// TERM handler says.
+class StopDuringStopTest : public SbxfsTest {
+ protected:
+  void expect_stop_refused_during_a_stop() {
+    const std::string id = start(R"({"cmd": "trap 'sleep 1; exit 7' TERM; echo up; while :; do sleep 0.05; done", )"
+                                 R"("stopGraceSec": 8})");
+    ASSERT_FALSE(id.empty());
+    ASSERT_TRUE(wait_until([&] { return log(id) == "up\n"; }, 10s));
+    const pid_t stopper = spawn_bg("echo > \"$MNT/procs/" + id + "/stop\"");
+    ASSERT_GT(stopper, 0);
+    // The stop is under way once the TERM handler runs (its sleep).
+    ASSERT_TRUE(wait_until([&] { return has_step("stop", id); }, 10s));
+    auto r = bash("echo STOP > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}});
+    EXPECT_NE(r.code, 0) << "a STOP during a stop was taken";
+    EXPECT_NE(r.err.find("busy"), std::string::npos) << r.err;
+    EXPECT_EQ(wait_bg(stopper, 20s), std::optional<int>(0));
+    const json st = status_json(id);
+    EXPECT_EQ(st["exitCode"], 7) << st.dump();
+    EXPECT_EQ(st["signal"], nullptr) << st.dump();
+  }
+};
+class StopDuringStopTreeTest : public StopDuringStopTest {
+ protected:
+  StopDuringStopTreeTest() { daemon_options_ = {"-o", "cgroup=off"}; }
+};
+TEST_F(StopDuringStopTest, AStopSignalDuringAStopIsEbusy) { expect_stop_refused_during_a_stop(); }
+TEST_F(StopDuringStopTreeTest, AStopSignalDuringAStopIsEbusyTrackedAsAProcessTree) {
+  expect_stop_refused_during_a_stop();
+}
+
 TEST_F(SignalOnceTest, EachWriteIsOneSignalForEveryProcess) { expect_one_signal_a_write(); }
 
 TEST_F(SignalOnceTreeTest, EachWriteIsOneSignalForEveryProcessTrackedAsAProcessTree) {
