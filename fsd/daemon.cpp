@@ -306,8 +306,9 @@ int run(Options& opts) {
   };
 
   // A live sbxfs at the mount point refuses this start before anything of
-  // it exists: no state directory is made, no record taken back.
-  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
+  // it exists: no state directory is made, no record taken back. A stale
+  // one stays until just before the mount (clean_stale_mount below).
+  if (const sup::Status s = refuse_live_mount(mountpoint); !s) return fail(s.error().message);
   std::error_code ec;
   // 0700 from its making: a start that fails after this leaves it private.
   if (std::filesystem::create_directories(state_dir, ec))
@@ -343,14 +344,6 @@ int run(Options& opts) {
              st && st->running ? "its command runs on, supervised" : "shown as state error");
   }
 
-  // Checked again under the mount point's lock, held until the mount is
-  // made: of two daemons started there at the same moment, one mounts.
-  std::filesystem::create_directories(mountpoint, ec);
-  if (ec) return fail("cannot create mount point " + mountpoint + ": " + ec.message());
-  sup::Result<MountPointLock> mount_lock = MountPointLock::take(mountpoint, kMountLockWait);
-  if (!mount_lock) return fail(mount_lock.error().message);
-  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
-
   Config cfg;
   cfg.mountpoint = mountpoint;
   cfg.wait_timeout = std::chrono::seconds(opts.wait_timeout_sec);
@@ -362,6 +355,18 @@ int run(Options& opts) {
   cfg.keep_steps = std::chrono::seconds(opts.keep_steps_sec);
   auto fs = std::make_unique<Filesystem>(*supervisor, std::move(cfg));
   fs_slot = fs.get();
+
+  // A stale mount is detached now, with nothing left to do before the new
+  // one is made: the bare folder answers for as short a time as can be.
+  // Checked again under the mount point's lock (of the folder: taken once
+  // the stale mount is gone), held until the mount is made: of two daemons
+  // started there at the same moment, one mounts.
+  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
+  std::filesystem::create_directories(mountpoint, ec);
+  if (ec) return fail("cannot create mount point " + mountpoint + ": " + ec.message());
+  sup::Result<MountPointLock> mount_lock = MountPointLock::take(mountpoint, kMountLockWait);
+  if (!mount_lock) return fail(mount_lock.error().message);
+  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
 
   // SIGINT and SIGTERM always unmount: a shell starts `sbxfs -f &` with
   // SIGINT ignored, and libfuse only takes over signals left at default.

@@ -87,18 +87,33 @@ std::string absolute_path(const std::string& path) {
   return s;
 }
 
+namespace {
+
+/// Whether the top mount at `mountpoint` is a FUSE mount whose daemon is gone.
+bool stale(const std::string& mountpoint) {
+  // statfs(2), not stat(2): the kernel answers a stat of a dead daemon's
+  // mount from its attribute cache for up to a second, and a statfs
+  // always asks the daemon.
+  struct statfs sfs {};
+  return ::statfs(mountpoint.c_str(), &sfs) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
+}
+
+}  // namespace
+
+sup::Status refuse_live_mount(const std::string& mountpoint) {
+  const std::vector<MountEntry> mounts = mounts_at(mountpoint);
+  if (!mounts.empty() && mounts.back().fstype == "fuse.sbxfs" && !stale(mountpoint))
+    return sup::Error{sup::Errc::already_exists, "a live sbxfs is already mounted at " + mountpoint};
+  return sup::Ok{};
+}
+
 sup::Status clean_stale_mount(const std::string& mountpoint) {
   // Stacked stale mounts are possible (several crashed daemons): peel them off.
   for (int round = 0; round < 8; ++round) {
     const std::vector<MountEntry> mounts = mounts_at(mountpoint);
     if (mounts.empty()) return sup::Ok{};
     const std::string& top = mounts.back().fstype;
-    // statfs(2), not stat(2): the kernel answers a stat of a dead daemon's
-    // mount from its attribute cache for up to a second, and a statfs
-    // always asks the daemon.
-    struct statfs sfs {};
-    const bool dead = ::statfs(mountpoint.c_str(), &sfs) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
-    if (!dead) {
+    if (!stale(mountpoint)) {
       if (top == "fuse.sbxfs")
         return sup::Error{sup::Errc::already_exists, "a live sbxfs is already mounted at " + mountpoint};
       return sup::Ok{};  // something else lives there; mounting on top is the user's choice

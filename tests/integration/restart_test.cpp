@@ -39,6 +39,29 @@ TEST_F(RestartTest, ARestartAtOnceAfterKillNineWhileAShellSitsInTheMount) {
   wait_bg(holder, 5s);
 }
 
+// While the next daemon takes the records back (here: waits for the state
+// directory's lock, which the test holds), the dead mount stays: every
+// access fails with ENOTCONN, never answered by the bare folder below (a
+// request written there was a file of that folder, and lost).
+TEST_F(RestartTest, TheDeadMountAnswersUntilTheNextDaemonMounts) {
+  ASSERT_FALSE(start("sleep 30").empty());
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  const pid_t holder = spawn_bg("exec flock \"$STATE/lock\" sleep 1.5");
+  ASSERT_GT(holder, 0);
+  ASSERT_TRUE(wait_until([&] { return run("flock -n \"$STATE/lock\" true").code != 0; }, 5s));
+  const std::string seen = dir_ + "/seen";
+  const pid_t prober = spawn_bg("while :; do head -c 1 \"$MNT/cmd\" >/dev/null 2>>\"$T/seen\" || :; sleep 0.01; done");
+  ASSERT_GT(prober, 0);
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  ::kill(-prober, SIGKILL);
+  wait_bg(prober, 5s);
+  wait_bg(holder, 5s);
+  const std::string said = read_file(seen).data;
+  EXPECT_NE(said.find("Transport endpoint is not connected"), std::string::npos) << said;
+  EXPECT_EQ(said.find("No such file"), std::string::npos) << said;
+  EXPECT_EQ(procs().size(), 1u);
+}
+
 TEST_F(RestartTest, KillNineThenRestart) {
   std::string a = start("sleep 30");
   std::string b = start("while [ ! -e '" + dir_ + "/go' ]; do sleep 0.05; done; exit 5");
