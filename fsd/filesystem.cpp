@@ -237,8 +237,11 @@ std::string Filesystem::log_tail(const sup::CommandStatus& st, std::size_t bytes
   // little more than shown, so that a secret cut by the window's start is
   // still recognised and masked; those cut by a gap are masked there.
   const std::string dir = st.log_file.substr(0, st.log_file.rfind('/'));
-  if (std::optional<std::string> end = sup::log_view_end(dir, sup::LogSelection::all, bytes + 1024, sup_.secrets(st.bg_id),
-                                                         sup::LogView::Masking::cut_parts)) {
+  const std::vector<std::string> secrets = sup_.secrets(st.bg_id);
+  if (std::optional<std::string> end =
+          sup::log_view_end(dir, sup::LogSelection::all, bytes + 1024, secrets, sup::LogView::Masking::cut_parts)) {
+    // A running command's last bytes that may begin a secret wait for the rest.
+    if (st.running) end->resize(end->size() - sup::secret_start_at_end(*end, secrets));
     return std::string(sup::utf8_tail(sup_.mask(*end, st.bg_id), bytes));
   }
   const int fd = ::open(st.log_file.c_str(), O_RDONLY | O_CLOEXEC);

@@ -136,6 +136,8 @@ class OutputHandle : public BlockingReadHandle {
     Stream out = read_end(st.stdout_file, read_cap, secrets);
     Stream err = read_end(st.stderr_file, read_cap, secrets);
     for (Stream* s : {&out, &err}) {
+      // Still running: its last bytes that may begin a secret wait for the rest.
+      if (st.running) s->bytes.resize(s->bytes.size() - sup::secret_start_at_end(s->bytes, secrets));
       if (!secrets.empty()) s->bytes = sup::mask_secrets(s->bytes, secrets);
       if (s->bytes.size() > cap) s->bytes = std::string(sup::utf8_tail(s->bytes, cap));
       s->truncated = s->truncated || s->size > cap;

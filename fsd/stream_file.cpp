@@ -14,7 +14,9 @@
 // its timestamped views fail with ENODATA.
 //
 // Secrets are masked byte for byte over a window widened by the longest
-// secret on each side, so a secret split across chunks is masked whole.
+// secret on each side, so a secret split across chunks is masked whole;
+// while the command runs, its last bytes that may begin a secret (one it
+// writes in pieces) are not given until more comes or it ends.
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -74,10 +76,17 @@ class StreamHandle : public FollowedReadHandle {
   }
 
  protected:
-  Reply fetch(std::size_t size, off_t off, bool) override {
+  Reply fetch(std::size_t size, off_t off, bool ended) override {
     std::lock_guard g(mu_);
     if (int err = ensure()) return failure(err);
     const auto at = static_cast<std::uint64_t>(off);
+    if (!ended && !raw_ && !timestamps_ && index_.is_open()) {
+      // What may be the beginning of a secret the command is writing in
+      // pieces waits for the rest (a follower is answered when it comes).
+      const std::uint64_t shown = view_.size(index_) - view_.held(index_);
+      if (at >= shown) return Reply::data({});
+      size = static_cast<std::size_t>(std::min<std::uint64_t>(size, shown - at));
+    }
     std::string out;
     if (raw_) {
       if (int err = raw_masked(at, size, &out)) return failure(err);
@@ -109,7 +118,7 @@ class StreamHandle : public FollowedReadHandle {
     return Reply::data(std::move(out));
   }
 
-  bool more_at(off_t off, bool) override {
+  bool more_at(off_t off, bool ended) override {
     std::lock_guard g(mu_);
     if (ensure() != 0) return true;  // a read answers the error at once
     const auto at = static_cast<std::uint64_t>(off);
@@ -119,7 +128,7 @@ class StreamHandle : public FollowedReadHandle {
     }
     if (!index_.is_open()) return false;
     if (timestamps_) return at < text_base_ + text_.size() || read_.next_no < index_.end();
-    return at < view_.size(index_);
+    return at < view_.size(index_) - (ended ? 0 : view_.held(index_));
   }
 
  private:

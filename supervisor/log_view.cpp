@@ -111,6 +111,17 @@ std::uint64_t LogView::size(const LogIndex& index) const {
   return end > last.pos ? last.view + (end - last.pos) : last.view;
 }
 
+std::uint64_t LogView::held(const LogIndex& index) const {
+  if (secrets_.empty()) return 0;
+  const Piece& last = pieces_.back();
+  const std::uint64_t end = index.size(sel_);
+  if (!last.marker.empty() || end <= last.pos) return 0;
+  const std::uint64_t from = end - std::min<std::uint64_t>(reach_, end - last.pos);
+  std::string bytes;
+  if (index.read(sel_, from, static_cast<std::size_t>(end - from), &bytes) != 0) return 0;
+  return secret_start_at_end(bytes, secrets_);
+}
+
 int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, std::string* out) {
   out->clear();
   std::string bytes;

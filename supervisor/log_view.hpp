@@ -39,6 +39,10 @@ class LogView {
   void settle(const LogIndex& index);
   /// The view's size now (after settle()).
   std::uint64_t size(const LogIndex& index) const;
+  /// How many of the view's last bytes are held back from a reader while
+  /// the command runs: the beginning of a secret it may be writing in
+  /// pieces (secret_start_at_end), shown once it writes on or ends.
+  std::uint64_t held(const LogIndex& index) const;
   /// Whether the view has a marker (output was dropped from it).
   bool has_gap() const { return pieces_.size() > 1; }
   /// Bytes [off, off+size) as far as they are there now (fewer at the end,

@@ -76,6 +76,17 @@ void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& s
     if (covered[i]) bytes[i] = '*';
 }
 
+std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::string>& secrets) {
+  std::size_t held = 0;
+  for (const std::string& s : secrets)
+    for (std::size_t k = std::min(s.size() - (s.empty() ? 0 : 1), bytes.size()); k > held; --k)
+      if (bytes.compare(bytes.size() - k, k, s, 0, k) == 0) {
+        held = k;
+        break;
+      }
+  return held;
+}
+
 std::vector<std::string> request_secrets(std::string_view request) {
   using nlohmann::json;
   // Every string under a top-level "secretEnv", as the parser meets it: a

@@ -25,6 +25,12 @@ std::string mask_secrets_in_json(std::string_view text, const std::vector<std::s
 /// that much on each side and keep the middle.
 void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& secrets);
 
+/// How many of the last bytes of `bytes` are the beginning of a secret
+/// (the longest such end, shorter than the secret): output that may yet
+/// become a secret once the command writes on, which a reader of a live
+/// log is not given until it does (or ends).
+std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::string>& secrets);
+
 /// The values of a request's own secretEnv (every string under it: a key
 /// given twice, an array; as far as the text parses as JSON), each also as
 /// the request spells it when that differs (a quote, a backslash): a

@@ -18,11 +18,6 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-bool blocked_in_fuse(pid_t pid) {
-  auto w = read_file("/proc/" + std::to_string(pid) + "/wchan").data;
-  return w.find("fuse") != std::string::npos || w.find("request_wait") != std::string::npos;
-}
-
 TEST_F(RestartTest, ARestartAtOnceAfterKillNineWhileAShellSitsInTheMount) {
   // A shell whose working directory is in the tree keeps the dead mount
   // busy; the kernel still answers stat() of it from its attribute cache

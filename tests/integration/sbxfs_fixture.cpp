@@ -193,6 +193,11 @@ json step_of(const json& steps, const std::string& id, const std::string& kind) 
   return found;
 }
 
+bool blocked_in_fuse(pid_t pid) {
+  const std::string w = read_file("/proc/" + std::to_string(pid) + "/wchan").data;
+  return w.find("fuse") != std::string::npos || w.find("request_wait") != std::string::npos;
+}
+
 bool is_auto_id(const std::string& id) {
   static const std::regex re("^[0-9]{4,}$");
   return std::regex_match(id, re);

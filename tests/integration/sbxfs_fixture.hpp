@@ -82,6 +82,8 @@ json parse_json(const std::string& text);
 json step_of(const json& steps, const std::string& id, const std::string& kind);
 /// Matches `^[0-9]{4,}$`, the shape of an automatic bgId.
 bool is_auto_id(const std::string& id);
+/// Whether process `pid` waits for an answer of a FUSE daemon (/proc/PID/wchan).
+bool blocked_in_fuse(pid_t pid);
 /// Matches an ISO-8601 UTC timestamp such as 2026-11-29T22:15:47.123Z.
 bool is_iso_time(const json& v);
 

@@ -75,6 +75,28 @@ TEST_F(SecretsTest, OverlappingAndRepeatedSecretsAreHiddenWhole) {
   }
 }
 
+// A command that writes a secret in pieces, with time between them: while
+// it runs, no reader is given the beginning of the secret; once it writes
+// on (or ends), the secret is masked whole.
+TEST_F(SecretsTest, TheBeginningOfASecretWaitsForItsRestWhileTheCommandRuns) {
+  const std::string id = start(R"({"cmd": "printf 'pre alphaTok'; while [ ! -e \"$T/go\" ]; do sleep 0.02; done; )"
+                               R"(printf 'enValue post\n'", "secretEnv": {"ATOK": "alphaTokenValue"}})");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return read_file(state_ + "/procs/" + id + "/log").data == "pre alphaTok"; }, 10s));
+  const pid_t follower = spawn_bg("exec cat \"$MNT/procs/" + id + "/log,follow\"", dir_ + "/followed");
+  ASSERT_GT(follower, 0);
+  EXPECT_EQ(file("procs/" + id + "/log"), "pre ");
+  EXPECT_EQ(file("procs/" + id + "/stdout"), "pre ");
+  EXPECT_EQ(file("procs/" + id + "/tail"), "pre ");
+  EXPECT_EQ(parse_json(file("procs/" + id + "/status.json,tailBytes=100"))["logTail"], "pre ");
+  EXPECT_EQ(parse_json(file("procs/" + id + "/output,timeoutSec=1"))["stdout"], "pre ");
+  ASSERT_TRUE(wait_until([&] { return blocked_in_fuse(follower); }, 10s));
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  EXPECT_EQ(wait_bg(follower, 10s), std::optional<int>(0));
+  EXPECT_EQ(read_file(dir_ + "/followed").data, "pre *************** post\n");
+  EXPECT_EQ(file("procs/" + id + "/log"), "pre *************** post\n");
+}
+
 TEST_F(SecretsTest, LogViewsMaskSecretsAtEveryOffset) {
   const std::string secret = "hunter2-Very-Secret";
   // The secret reaches the log in two writes, with a pause between them.

@@ -47,6 +47,16 @@ TEST(RequestSecrets, TheSecretEnvValuesAndHowTheRequestSpellsThem) {
   EXPECT_TRUE(sup::request_secrets(R"({"env": {"secretEnv": "nested, not the request's"}})").empty());
 }
 
+TEST(SecretStartAtEnd, TheLongestEndThatBeginsASecret) {
+  const std::vector<std::string> secrets = {"alphaTokenValue", "abab"};
+  EXPECT_EQ(sup::secret_start_at_end("pre alphaTok", secrets), 8u);
+  EXPECT_EQ(sup::secret_start_at_end("pre alphaTokenValue", secrets), 0u) << "whole: masked, not held";
+  EXPECT_EQ(sup::secret_start_at_end("xaba", secrets), 3u);
+  EXPECT_EQ(sup::secret_start_at_end("nothing", secrets), 0u);
+  EXPECT_EQ(sup::secret_start_at_end("a", {""}), 0u);
+  EXPECT_EQ(sup::secret_start_at_end("", secrets), 0u);
+}
+
 TEST(MaskSecretsInPlace, KeepsTheSizeAndCoversOverlaps) {
   std::string s = "pre-abcde-post";
   sup::mask_secrets_in_place(s, {"abc", "cde"});
