@@ -67,8 +67,8 @@ WATCH IT
   procs/ID/steps.json      the steps recorded inside the command with
                            `sbx-step NAME -- COMMAND...` (it finds the tree from
                            $SBX_MOUNT and $SBX_BGID, set in every command), or
-                           by writing `start NAME` / `end [EXITCODE]` lines to
-                           procs/ID/steps while it runs (ESRCH once it ended)
+                           by writing `start NAME` / `end [EXITCODE [NAME]]` lines
+                           to procs/ID/steps while it runs (ESRCH once it ended)
   procs/ID/ready           write `port 3000`, `log REGEX` or `http 3000 /health`;
                            reading blocks until the command is ready (or ended)
                            and says what matched ("matched", "readyAt").

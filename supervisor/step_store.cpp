@@ -106,7 +106,14 @@ sup::Status StepStore::apply_line(std::vector<Step>& steps, std::string_view lin
     return sup::Ok{};
   }
   if (line == "end" || line.starts_with("end ")) {
-    const std::string_view code = trim(line.substr(3));
+    std::string_view code = trim(line.substr(3));
+    // `end CODE NAME`: that step (sbx-step NAME -- COMMAND), whatever its
+    // command left running after it.
+    std::string_view name;
+    if (const std::size_t blank = code.find_first_of(" \t"); blank != std::string_view::npos) {
+      name = trim(code.substr(blank));
+      code = code.substr(0, blank);
+    }
     std::optional<int> exit_code;
     if (!code.empty()) {
       int v = 0;
@@ -115,14 +122,18 @@ sup::Status StepStore::apply_line(std::vector<Step>& steps, std::string_view lin
         return sup::Error{sup::Errc::invalid_argument, "end: the exit code must be a number"};
       exit_code = v;
     }
-    auto open = std::find_if(steps.rbegin(), steps.rend(), [](const Step& s) { return s.running; });
-    if (open == steps.rend()) return sup::Error{sup::Errc::invalid_argument, "end: no step is running"};
+    const std::string named(sup::utf8_head(name, kMaxName));  // as `start` kept it
+    auto open = std::find_if(steps.rbegin(), steps.rend(),
+                             [&](const Step& s) { return s.running && (named.empty() || s.name == named); });
+    if (open == steps.rend())
+      return sup::Error{sup::Errc::invalid_argument,
+                        named.empty() ? "end: no step is running" : "end: no step '" + named + "' is running"};
     open->running = false;
     open->ms = sup::now_ms() - open->start_ms;
     open->exit_code = exit_code;
     return sup::Ok{};
   }
-  return sup::Error{sup::Errc::invalid_argument, "write 'start NAME' or 'end [EXITCODE]'"};
+  return sup::Error{sup::Errc::invalid_argument, "write 'start NAME' or 'end [EXITCODE [NAME]]'"};
 }
 
 void StepStore::save(const sup::CommandStatus& st, const std::vector<Step>& steps) const {

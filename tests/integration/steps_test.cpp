@@ -108,6 +108,26 @@ TEST_F(StepsTest, EachRunOfARestartPolicyHasItsOwnSteps) {
   EXPECT_EQ(parse_json(file("procs/" + id + "/steps.json")), json::array()) << "taken back: still this run's";
 }
 
+// sbx-step NAME -- COMMAND ends its own step, also when COMMAND left a
+// step of its own running.
+TEST_F(StepsTest, AStepEndsItselfWhateverItsCommandLeftRunning) {
+  const std::string id = start("\"" + kStep + "\" outer -- sh -c '\"" + kStep + "\" start inner; exit 5'; sleep 30");
+  ASSERT_FALSE(id.empty());
+  json steps;
+  ASSERT_TRUE(wait_until([&] {
+    steps = parse_json(file("procs/" + id + "/steps.json"));
+    return steps.size() == 2 && steps[0]["running"] == false;
+  }, 10s)) << steps.dump();
+  EXPECT_EQ(steps[0]["name"], "outer");
+  EXPECT_EQ(steps[0]["exitCode"], 5);
+  EXPECT_EQ(steps[1]["name"], "inner");
+  EXPECT_EQ(steps[1]["running"], true) << "left running by its command";
+  // By name: no such step running is EINVAL.
+  EXPECT_EQ(write_file(p("procs/" + id + "/steps"), "end 0 nobody\n"), EINVAL);
+  EXPECT_EQ(write_file(p("procs/" + id + "/steps"), "end 0 inner\n"), 0);
+  EXPECT_EQ(parse_json(file("procs/" + id + "/steps.json"))[1]["exitCode"], 0);
+}
+
 TEST_F(StepsTest, EnvironmentNamesTheTree) {
   std::string id = start("echo \"$SBX_BGID $SBX_MOUNT\"");
   ASSERT_FALSE(id.empty());
