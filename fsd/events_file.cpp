@@ -117,7 +117,9 @@ class EventsHandle : public FollowedReadHandle {
     if (ensure()) return true;
     if (static_cast<std::uint64_t>(off) < text_base_ + text_.size()) return true;
     if (!index_.is_open() || finished_) return false;
-    return pos_ < index_.end() || ended;
+    if (ended) return true;
+    const sup::LogChunk* c = pos_ < index_.end() ? index_.chunk(pos_) : nullptr;
+    return c && !held(*c, pos_);
   }
 
  private:
@@ -201,6 +203,19 @@ class EventsHandle : public FollowedReadHandle {
   std::uint64_t floor_of(sup::LogStream s, std::uint64_t at) const {
     const std::uint64_t kept = index_.kept_start(selection(s));
     return index_.tail_begun() && at >= kept ? kept : 0;
+  }
+
+  /// Whether chunk `n` holds some of the last bytes of its stream that may
+  /// begin a secret the command is writing in pieces: while it runs, its
+  /// event (and those after it) waits for the rest.
+  bool held(const sup::LogChunk& c, std::uint64_t n) const {
+    if (secrets_.empty() || (c.stream != sup::LogStream::out && c.stream != sup::LogStream::err)) return false;
+    const std::uint64_t b = index_.position(n, selection(c.stream)) + c.length, end = index_.stream_size(c.stream);
+    if (end >= b + reach_) return false;
+    const std::uint64_t lo = std::max(end - std::min<std::uint64_t>(end, reach_), floor_of(c.stream, end));
+    std::string last;
+    if (index_.read_stream(c.stream, lo, static_cast<std::size_t>(end - lo), &last) != 0) return false;
+    return b > end - sup::secret_start_at_end(last, secrets_);
   }
 
   /// Stream bytes [lo, hi) masked, read with `reach_` around them.
@@ -317,6 +332,7 @@ class EventsHandle : public FollowedReadHandle {
         ++pos_;
         return true;
       }
+      if (!ended && held(*c, pos_)) return false;
       const std::uint64_t a = index_.position(pos_, selection(c->stream)), b = a + c->length;
       // The start of a character whose rest log_max dropped is shown as it is.
       const bool cut = gap_in(c->stream) && b == index_.head_size(selection(c->stream));

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 
+#include <sstream>
 #include <string>
 
 #include "sbxfs_fixture.hpp"
@@ -85,15 +86,24 @@ TEST_F(SecretsTest, TheBeginningOfASecretWaitsForItsRestWhileTheCommandRuns) {
   ASSERT_TRUE(wait_until([&] { return read_file(state_ + "/procs/" + id + "/log").data == "pre alphaTok"; }, 10s));
   const pid_t follower = spawn_bg("exec cat \"$MNT/procs/" + id + "/log,follow\"", dir_ + "/followed");
   ASSERT_GT(follower, 0);
+  const pid_t events = spawn_bg("exec cat \"$MNT/procs/" + id + "/events,follow\"", dir_ + "/events");
+  ASSERT_GT(events, 0);
+  EXPECT_EQ(file("procs/" + id + "/events").find("alpha"), std::string::npos) << file("procs/" + id + "/events");
   EXPECT_EQ(file("procs/" + id + "/log"), "pre ");
   EXPECT_EQ(file("procs/" + id + "/stdout"), "pre ");
   EXPECT_EQ(file("procs/" + id + "/tail"), "pre ");
   EXPECT_EQ(parse_json(file("procs/" + id + "/status.json,tailBytes=100"))["logTail"], "pre ");
   EXPECT_EQ(parse_json(file("procs/" + id + "/output,timeoutSec=1"))["stdout"], "pre ");
-  ASSERT_TRUE(wait_until([&] { return blocked_in_fuse(follower); }, 10s));
+  ASSERT_TRUE(wait_until([&] { return blocked_in_fuse(follower) && blocked_in_fuse(events); }, 10s));
   ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
   EXPECT_EQ(wait_bg(follower, 10s), std::optional<int>(0));
   EXPECT_EQ(read_file(dir_ + "/followed").data, "pre *************** post\n");
+  EXPECT_EQ(wait_bg(events, 10s), std::optional<int>(0));
+  std::string data;
+  std::istringstream lines(read_file(dir_ + "/events").data);
+  for (std::string line; std::getline(lines, line);)
+    if (const json e = parse_json(line); e.is_object() && e.contains("data")) data += e["data"].get<std::string>();
+  EXPECT_EQ(data, "pre *************** post\n") << read_file(dir_ + "/events").data;
   EXPECT_EQ(file("procs/" + id + "/log"), "pre *************** post\n");
 }
 
