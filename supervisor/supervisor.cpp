@@ -89,7 +89,12 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   Impl* p = impl.get();
   impl->loop->watch(impl->inotify.get(), [p] { p->on_inotify(); });
   // How new commands are tracked, decided once; a hierarchy given by name must work.
-  impl->cgroups = find_cgroup_hierarchy(impl->opts.cgroup, cgroup_key(impl->opts.state_dir), &impl->no_cgroup);
+  // The subtree is named after the state directory itself, however its path
+  // is spelt (through a link): the next daemon there takes the subtree over.
+  std::error_code canon_err;
+  const std::filesystem::path state = std::filesystem::weakly_canonical(impl->opts.state_dir, canon_err);
+  impl->cgroups = find_cgroup_hierarchy(impl->opts.cgroup, cgroup_key(canon_err ? impl->opts.state_dir : state.string()),
+                                        &impl->no_cgroup);
   if (!impl->cgroups && !impl->opts.cgroup.empty() && impl->opts.cgroup != "off")
     return Error{Errc::invalid_argument, "cgroup=" + impl->opts.cgroup + ": " + impl->no_cgroup};
   if (auto st = impl->load(); !st) return st.error();

@@ -328,6 +328,18 @@ TEST_F(CgroupTest, TheSubtreeIsHeldWhileTheDaemonThatTookItsCommandsBackRuns) {
   EXPECT_TRUE(exists(subtree_ + "/live"));
 }
 
+// The subtree is the state directory's, however its path is spelt: a
+// daemon that reaches it through a link takes the subtree over (none is
+// left behind with its `live`).
+TEST_F(CgroupTest, ADaemonReachingTheStateDirectoryThroughALinkTakesItsSubtreeOver) {
+  ASSERT_FALSE(start("sleep 30").empty());
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  const std::string link = dir_ + "/state-link";
+  ASSERT_EQ(::symlink(state_.c_str(), link.c_str()), 0);
+  ASSERT_TRUE(start_daemon({"--state-dir", link})) << daemon_log();
+  EXPECT_EQ(root_status()["supervisor"]["cgroup"], subtree_);
+}
+
 TEST_F(CgroupTest, ARestartedDaemonNeverReusesTheNameOfACgroupItTookBack) {
   // The first start of each daemon: counted from 1 by both, the names met,
   // and the old monitor's removal (or the daemon's, of what it left) could
