@@ -235,6 +235,26 @@ class EventsHandle : public FollowedReadHandle {
     return true;
   }
 
+  /// The bytes of chunk `n` (its stream's [a, a + length), in `data`, which
+  /// begins at stream byte `from`) that a secret covers in the log's own
+  /// order become '*': one that the two streams wrote in turn, as `log`
+  /// masks it.
+  void mask_in_log_order(std::uint64_t n, const sup::LogChunk& c, std::uint64_t a, std::uint64_t from,
+                         std::string& data) const {
+    const std::uint64_t at = index_.position(n, sup::LogSelection::all);
+    const std::uint64_t kept = index_.kept_start(sup::LogSelection::all);
+    const std::uint64_t floor = index_.tail_begun() && at >= kept ? kept : 0;
+    const std::uint64_t lo = std::max(at - std::min<std::uint64_t>(at, reach_), floor);
+    std::string raw;
+    if (index_.read(sup::LogSelection::all, lo, static_cast<std::size_t>(at + c.length + reach_ - lo), &raw) != 0) return;
+    std::string masked = raw;
+    sup::mask_secrets_in_place(masked, secrets_);
+    for (std::uint64_t k = at; k < at + c.length && k - lo < masked.size(); ++k) {
+      const std::uint64_t i = (k - at) + (a - from);
+      if (masked[k - lo] == '*' && raw[k - lo] != '*' && i < data.size()) data[i] = '*';
+    }
+  }
+
   /// How many bytes of stream `s` before `at` begin a character not whole at `at`.
   std::size_t carry(sup::LogStream s, std::uint64_t at) const {
     const std::uint64_t lo = std::max(at - std::min<std::uint64_t>(at, 4), floor_of(s, at));
@@ -340,6 +360,7 @@ class EventsHandle : public FollowedReadHandle {
       std::string data;
       if (to > from) {
         if (!masked(c->stream, from, to, &data)) return false;  // not all in the log yet
+        if (!secrets_.empty()) mask_in_log_order(pos_, *c, a, from, data);
         add_data(c->stream, pos_, c->time_us, data);
       }
       prev_end_ = index_.position(pos_, sup::LogSelection::all) + c->length;

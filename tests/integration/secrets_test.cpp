@@ -184,6 +184,23 @@ print('ok')
   EXPECT_EQ(file("procs/" + both + "/stderr"), "RET");
 }
 
+// A secret whose pieces the two streams wrote in turn: the events show
+// what `log` shows, their data in order being the log, masked alike.
+TEST_F(SecretsTest, EventsMaskASecretTheTwoStreamsWroteInTurnAsTheLogDoes) {
+  const std::string id = start(R"({"cmd": "printf 'xsplit: sup3rS3'; sleep 0.2; printf 'cretGl' >&2; sleep 0.2; )"
+                               R"(printf 'obal\n'", "secretEnv": {"G": "sup3rS3cretGlobal"}})");
+  ASSERT_FALSE(id.empty());
+  wait_json(id);
+  const std::string log_text = log(id);
+  std::string data;
+  std::istringstream lines(file("procs/" + id + "/events"));
+  for (std::string line; std::getline(lines, line);)
+    if (const json e = parse_json(line); e.is_object() && e.contains("data")) data += e["data"].get<std::string>();
+  EXPECT_EQ(data, log_text);
+  if (log_text.find("sup3r") == std::string::npos)  // the three pieces came in turn, as written
+    EXPECT_EQ(data, "xsplit: *****************\n");
+}
+
 TEST_F(SecretsTest, ReadinessShowsNoPartOfASecret) {
   // The line holds the secret; the conditions name it or end inside it.
   std::string id = start(R"({"cmd": "echo \"key=$TOKEN ok\"; exec sleep 30", "name": "sr",)"
