@@ -213,6 +213,8 @@ class CmdHandle : public Handle {
   /// from file offset `ok_at` (started) or `err_at` (rejected). A request
   /// refused here is answered at once; else parked: started() answers it.
   Reply start(std::unique_lock<std::mutex>& g, fuse_req_t req, off_t ok_at, off_t err_at, MakeReply make_reply) {
+    step_written_ = false;  // the last request's step is done with, whatever this one becomes
+    started_id_.clear();
     Requester who = Requester::of(req);
     who.load_client();  // once per request
     sup::Result<sup::StartSpec> spec = sup::parse_request(buf_, who.cwd());
@@ -235,6 +237,12 @@ class CmdHandle : public Handle {
     spec->env.try_emplace("SBX_MOUNT", fs_.config().mountpoint);
     spec->requester_uid = who.uid;
     spec->requester_pid = who.pid;
+    if (run_as_ && who.uid != run_as_->uid && spec->cwd_is_writers) {
+      // Written by another user than the opener (a setuid program): its
+      // folder is no folder of the opener's, and is checked and entered
+      // with the opener's rights, as one a request names.
+      spec->cwd_is_writers = false;
+    }
     if (run_as_) {
       // The opener's rights, not the writer's: the file was opened with
       // them, and a setuid program that writes what its user gave it to a
@@ -243,7 +251,6 @@ class CmdHandle : public Handle {
       spec->requester_uid = run_as_->uid;
     }
     starting_ = true;  // buf_ stays as it is until started(): it is what errors show
-    step_written_ = false;
     g.unlock();        // started() may run at once, on this thread
     const std::stop_token stop = fs_.starts().add(req);
     fs_.sup().start_async(

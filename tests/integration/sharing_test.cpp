@@ -273,6 +273,25 @@ TEST_F(SharingTest, AStartsStepIsWrittenBeforeItsCommandRuns) {
   EXPECT_EQ(stat_errno(p("procs/" + bg_id)), ENOENT) << "a record of a command that never ran";
 }
 
+// Two requests on one open cmd, the second refused: the first one's step
+// stays as it is (and is completed by its end); the refusal is a step of
+// its own.
+TEST_F(SharingTest, ARefusedRequestAfterAStartOnTheSameFileLeavesTheStartsStep) {
+  auto r = run("exec 3<>\"$MNT/cmd\"; echo 'exit 3' >&3; read -r id <&3; echo \"$id\"; "
+               "echo '{\"cmd\": \"x\", \"bogus\": 1}' >&3; read -r answer <&3; echo \"$answer\"");
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(is_auto_id(id)) << r.out << r.err;
+  wait_json(id);
+  ASSERT_TRUE(wait_until([&] { return step_of(parse_json(file("steps.json")), id, "start")["exitCode"] == 3; }, 10s))
+      << file("steps.json");
+  const json s = step_of(parse_json(file("steps.json")), id, "start");
+  EXPECT_EQ(s["error"], nullptr) << s.dump();
+  int refused = 0;
+  for (const json& st : parse_json(file("steps.json")))
+    if (st["kind"] == "start" && st["error"].is_object() && st["error"]["code"] == "EINVAL") ++refused;
+  EXPECT_EQ(refused, 1) << file("steps.json");
+}
+
 // An exec that fails after the record was published (an interpreter that
 // is not there) is one start step, with the error the writer got.
 TEST_F(SharingTest, AStartWhoseExecFailsIsOneStepWithItsError) {
