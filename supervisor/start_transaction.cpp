@@ -165,7 +165,9 @@ void Supervisor::Impl::launch(const std::shared_ptr<Starting>& s, std::map<std::
     // link, the folder it is in (a caller that names no process vouches
     // for the path); one the request names is entered again by the
     // command, with its user's rights, before the exec.
-    if (!spec.cwd_is_writers) l.enter_as_user = true;
+    // A queued start's writer wrote long ago (or to another daemon): its
+    // folder is entered by its path, as the command's user.
+    if (!spec.cwd_is_writers || s->from_queue) l.enter_as_user = true;
     else if (spec.requester_pid > 0) l.cwd = "/proc/" + std::to_string(spec.requester_pid) + "/cwd";
   }
   l.timeout_sec = spec.timeout_sec.value_or(0);

@@ -1,5 +1,6 @@
 // -o allow_other: each command runs as the user who wrote the request, and a
 // user sees and controls only their own commands (root: all).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -96,6 +97,25 @@ TEST_F(AllowOtherTest, ASetuidProgramWritingToTheUsersOpenCmdRunsNothingAsRoot) 
   EXPECT_EQ(r.out, procs()[0] + "\n");
 }
 
+// The same, from a folder the opener may not search (a root shell's, left
+// by setpriv): the writer's folder is no folder of the opener's, and is
+// checked with the opener's rights: EACCES, nothing runs there.
+TEST_F(AllowOtherTest, ASetuidWritersFolderIsCheckedWithTheOpenersRights) {
+  if (::access("/bin/su", X_OK) != 0) GTEST_SKIP() << "no /bin/su";
+  const std::string out = dir_ + "/out", closed = dir_ + "/closed";
+  ASSERT_EQ(mkdir_errno(out), 0);
+  ASSERT_EQ(::chmod(out.c_str(), 01777), 0);
+  ASSERT_EQ(mkdir_errno(closed), 0);
+  ASSERT_EQ(::chmod(closed.c_str(), 0700), 0);
+  run("cd \"$D\" && exec setpriv --reuid 65534 --regid 65534 --clear-groups sh -c "
+      "'su \"x; pwd > " + out + "/where; #\" 2> \"$MNT/cmd\"'",
+      20, {{"D", closed}});
+  EXPECT_TRUE(procs().empty()) << ::testing::PrintToString(procs());
+  EXPECT_EQ(read_file(out + "/where").err, ENOENT) << read_file(out + "/where").data;
+  ASSERT_FALSE(errors().empty());
+  EXPECT_EQ(errors().back()["errno"], "EACCES") << errors().back();
+}
+
 // All of the writer's supplementary groups, however many (libfuse's own
 // look at them stops at the buffer it is given).
 TEST_F(AllowOtherTest, TheCommandHasEveryGroupOfItsWriter) {
@@ -149,6 +169,26 @@ TEST_F(AllowOtherTest, AWorkingDirectorySwappedAfterItsCheckIsEnteredWithTheUser
   for (const std::string& id : procs()) EXPECT_EQ(log(id).find("FLAG"), std::string::npos) << id;
   ASSERT_FALSE(errors().empty());
   EXPECT_EQ(errors().back()["errno"], "EACCES") << errors().back();
+}
+
+// A queued command starts where its writer was, long after the writer
+// has gone: by the folder's path, with the command's user's rights.
+class AllowOtherQueueTest : public AllowOtherTest {
+ protected:
+  AllowOtherQueueTest() { daemon_options_ = {"-o", "allow_other,max_running=1"}; }
+};
+TEST_F(AllowOtherQueueTest, AQueuedCommandStartsInItsWritersFolderAfterTheWriterLeft) {
+  auto r = as_nobody("exec 3<>\"$MNT/cmd\"; echo \"while [ ! -e $T/go ]; do sleep 0.02; done\" >&3; read -r id <&3; echo $id");
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run("cd \"$T\" && exec setpriv --reuid 65534 --regid 65534 --clear-groups sh -c "
+          "'echo {\\\"cmd\\\": \\\"pwd\\\", \\\"queue\\\": true} > \"$MNT/cmd\"'");
+  ASSERT_EQ(r.code, 0) << r.err;  // the writer is gone now
+  ASSERT_EQ(procs().size(), 2u);
+  const std::string queued = procs()[1];
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  const json w = wait_json(queued, 20);
+  EXPECT_EQ(w["proc"]["exitCode"], 0) << w.dump();
+  EXPECT_EQ(log(queued), dir_ + "\n");
 }
 
 TEST_F(AllowOtherTest, OthersCommandsAreInvisibleAndUnstoppable) {
