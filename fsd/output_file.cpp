@@ -138,8 +138,7 @@ class OutputHandle : public BlockingReadHandle {
     for (Stream* s : {&out, &err}) {
       // Still running: its last bytes that may begin a secret wait for the rest.
       if (st.running) s->bytes.resize(s->bytes.size() - sup::secret_start_at_end(s->bytes, secrets));
-      if (!secrets.empty()) s->bytes = sup::mask_secrets(s->bytes, secrets);
-      if (s->bytes.size() > cap) s->bytes = std::string(sup::utf8_tail(s->bytes, cap));
+      if (!secrets.empty()) s->bytes = sup::mask_secrets_end(s->bytes, secrets, cap);
       s->truncated = s->truncated || s->size > cap;
     }
     // The two texts (up to output_max each) are quoted once, each into a

@@ -40,6 +40,24 @@ std::string mask_secrets(std::string_view text, std::vector<std::string> secrets
   return out;
 }
 
+std::string mask_secrets_end(std::string_view text, const std::vector<std::string>& secrets, std::size_t max) {
+  const std::vector<bool> covered = covered_bytes(text, secrets);
+  std::size_t from = text.size() > max ? text.size() - max : 0;
+  for (int n = 0; n < 3 && from > 0 && from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80; ++n)
+    ++from;  // not inside a character
+  std::string out;
+  out.reserve(text.size() - from);
+  for (std::size_t i = from; i < text.size();) {
+    if (covered.empty() || !covered[i]) {
+      out += text[i++];
+      continue;
+    }
+    out += kMask;
+    while (i < text.size() && covered[i]) ++i;
+  }
+  return out;
+}
+
 std::string mask_secrets_in_json(std::string_view text, const std::vector<std::string>& secrets) {
   using nlohmann::json;
   if (std::all_of(secrets.begin(), secrets.end(), [](const std::string& s) { return s.empty(); }))
@@ -77,9 +95,14 @@ void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& s
 }
 
 std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::string>& secrets) {
+  // Bytes a whole secret covers are masked, whatever follows: never held
+  // (cut off, a secret whose end repeats its beginning would show unmasked).
+  const std::vector<bool> covered = covered_bytes(bytes, secrets);
+  std::size_t open = 0;  // the bytes at the end that no secret covers
+  while (open < bytes.size() && (covered.empty() || !covered[bytes.size() - 1 - open])) ++open;
   std::size_t held = 0;
   for (const std::string& s : secrets)
-    for (std::size_t k = std::min(s.size() - (s.empty() ? 0 : 1), bytes.size()); k > held; --k)
+    for (std::size_t k = std::min(s.size() - (s.empty() ? 0 : 1), open); k > held; --k)
       if (bytes.compare(bytes.size() - k, k, s, 0, k) == 0) {
         held = k;
         break;

@@ -13,6 +13,11 @@ inline constexpr std::string_view kMask = "****";
 /// are masked whole.
 std::string mask_secrets(std::string_view text, std::vector<std::string> secrets);
 
+/// The last `max` bytes of `text` (from a character's first byte on), each
+/// run of bytes that secrets found in the whole text cover shown as
+/// "****": a secret the cut falls inside shows none of itself.
+std::string mask_secrets_end(std::string_view text, const std::vector<std::string>& secrets, std::size_t max);
+
 /// `text` as mask_secrets() shows it, and where it is JSON (a request as
 /// written), every string in it that holds a secret written anew with the
 /// secret masked, however its escapes spelt it ("h\u00e9llo", "a\/b").
@@ -26,9 +31,9 @@ std::string mask_secrets_in_json(std::string_view text, const std::vector<std::s
 void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& secrets);
 
 /// How many of the last bytes of `bytes` are the beginning of a secret
-/// (the longest such end, shorter than the secret): output that may yet
-/// become a secret once the command writes on, which a reader of a live
-/// log is not given until it does (or ends).
+/// (the longest such end, shorter than the secret, that no whole secret
+/// covers): output that may yet become a secret once the command writes
+/// on, which a reader of a live log is not given until it does (or ends).
 std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::string>& secrets);
 
 /// The values of a request's own secretEnv (every string under it: a key

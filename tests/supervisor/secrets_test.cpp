@@ -52,6 +52,10 @@ TEST(SecretStartAtEnd, TheLongestEndThatBeginsASecret) {
   EXPECT_EQ(sup::secret_start_at_end("pre alphaTok", secrets), 8u);
   EXPECT_EQ(sup::secret_start_at_end("pre alphaTokenValue", secrets), 0u) << "whole: masked, not held";
   EXPECT_EQ(sup::secret_start_at_end("xaba", secrets), 3u);
+  // The end of a whole secret that repeats its beginning: masked, not held.
+  EXPECT_EQ(sup::secret_start_at_end("xabab", secrets), 0u);
+  EXPECT_EQ(sup::secret_start_at_end("tok=s3cr3ts", {"s3cr3ts"}), 0u);
+  EXPECT_EQ(sup::secret_start_at_end("tok=s3cr3ts s3", {"s3cr3ts"}), 2u);
   EXPECT_EQ(sup::secret_start_at_end("nothing", secrets), 0u);
   EXPECT_EQ(sup::secret_start_at_end("a", {""}), 0u);
   EXPECT_EQ(sup::secret_start_at_end("", secrets), 0u);
