@@ -482,6 +482,7 @@ void Supervisor::Impl::start_fail(std::uint64_t token, Error e) {
   if (s->published) {
     std::lock_guard g(mu);
     if (auto it = records.find(s->id); it != records.end()) drop_record(it);
+    save_counter_for(s->id);  // its step names it: never given again
     ++listing_gen;
     gone = deletion_dir();
     if (::rename(s->final_dir.c_str(), gone.c_str()) != 0) gone.clear();

@@ -269,6 +269,13 @@ Status Supervisor::Impl::load() {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::lock_guard g(mu);
   for (auto& id : ids) load_record(id);
+  // The box's steps name a start that never ran (its step was written
+  // before the go): its automatic id is not given again.
+  for (const std::string& id : never_let_go)
+    if (auto n = parse_auto_id(id); n && *n + 1 > counter) {
+      counter = *n + 1;
+      save_counter_for(id);
+    }
   sweep_stray_cgroups();
   if (cgroups) hold_cgroup_hierarchy(*cgroups);
   // Scripts of records that are gone (removed while a daemon crashed).

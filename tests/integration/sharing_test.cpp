@@ -271,6 +271,7 @@ TEST_F(SharingTest, AStartsStepIsWrittenBeforeItsCommandRuns) {
   EXPECT_EQ(st["error"]["code"], "ECANCELED") << st.dump();
   EXPECT_EQ(stat_errno(dir_ + "/ran"), ENOENT) << "the command ran after all";
   EXPECT_EQ(stat_errno(p("procs/" + bg_id)), ENOENT) << "a record of a command that never ran";
+  EXPECT_NE(start("true"), bg_id) << "the id its step names is given again";
 }
 
 // Two requests on one open cmd, the second refused: the first one's step
@@ -310,6 +311,10 @@ TEST_F(SharingTest, AStartWhoseExecFailsIsOneStepWithItsError) {
   EXPECT_EQ(step["ok"], false) << step.dump();
   EXPECT_EQ(step["error"]["code"], "ENOENT") << step.dump();
   EXPECT_EQ(step["ms"], nullptr) << step.dump();
+  ASSERT_TRUE(is_auto_id(step["bgId"].get<std::string>())) << step.dump();
+  // The id it names is not given again, also by the next daemon.
+  ASSERT_TRUE(restart_daemon());
+  EXPECT_NE(start("true"), step["bgId"].get<std::string>());
 }
 
 // status.json,fields=A+B: only those top-level fields, plus supervisor; the
