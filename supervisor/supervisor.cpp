@@ -156,10 +156,11 @@ Status Supervisor::stop(const std::string& id) {
     return Ok{};
   }
   if (action != CommandAction::send_term && action != CommandAction::end_policy) return Ok{};
+  Status sent = write_ctl(impl_->dir_of(id), std::string(kCtlTerm) + "\n");
   // Stopping (shown as running), a paused one too: the monitor thaws it to
   // deliver the TERM, and a STOP now would only hold the stop up.
-  if (action == CommandAction::send_term) it->second.state = t.next;
-  return write_ctl(impl_->dir_of(id), std::string(kCtlTerm) + "\n");
+  if (sent && action == CommandAction::send_term) it->second.state = t.next;
+  return sent;
 }
 
 Status Supervisor::signal(const std::string& id, int sig) {

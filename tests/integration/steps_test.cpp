@@ -86,6 +86,7 @@ TEST_F(StepsTest, EachRunOfARestartPolicyHasItsOwnSteps) {
   ASSERT_EQ(write_file(script,
                        "s=\"$SBX_MOUNT/procs/$SBX_BGID\"\n"
                        "if [ -e \"$T/ran\" ]; then\n"
+                       "  while ! grep -q '\"state\": \"running\"' \"$s/status.json\"; do sleep 0.02; done\n"
                        "  cat \"$s/steps.json\" > \"$T/seen\"; echo 'end 42' > \"$s/steps\" 2>/dev/null; echo \"end=$?\" >> \"$T/seen\"\n"
                        "  touch \"$T/second\"; exec sleep 30\n"
                        "fi\n"
@@ -93,7 +94,7 @@ TEST_F(StepsTest, EachRunOfARestartPolicyHasItsOwnSteps) {
                        O_WRONLY | O_CREAT),
             0);
   const std::string id =
-      start(R"({"argv": ["sh", ")" + script + R"("], "restart": "on-failure", "restartDelaySec": 1})");
+      start(R"({"argv": ["sh", ")" + script + R"("], "restart": "on-failure", "restartDelaySec": 2})");
   ASSERT_FALSE(id.empty());
   ASSERT_TRUE(wait_until([&] { return status_json(id)["state"] == "restarting"; }, 10s));
   EXPECT_EQ(write_file(p("procs/" + id + "/steps"), "start late\n"), ESRCH) << "between runs";

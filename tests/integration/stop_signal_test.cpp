@@ -216,17 +216,18 @@ class SignalOnceTreeTest : public SignalOnceTest {
 class StopDuringStopTest : public SbxfsTest {
  protected:
   void expect_stop_refused_during_a_stop() {
-    const std::string id = start(R"({"cmd": "trap 'sleep 1; exit 7' TERM; echo up; while :; do sleep 0.05; done", )"
-                                 R"("stopGraceSec": 8})");
+    // The TERM handler ends once the test says so: the stop is under way till then.
+    const std::string id = start(R"({"cmd": "trap 'echo term; while [ ! -e \"$T/release\" ]; do sleep 0.02; done; exit 7' TERM; )"
+                                 R"(echo up; while :; do sleep 0.05; done", "stopGraceSec": 30})");
     ASSERT_FALSE(id.empty());
     ASSERT_TRUE(wait_until([&] { return log(id) == "up\n"; }, 10s));
     const pid_t stopper = spawn_bg("echo > \"$MNT/procs/" + id + "/stop\"");
     ASSERT_GT(stopper, 0);
-    // The stop is under way once the TERM handler runs (its sleep).
-    ASSERT_TRUE(wait_until([&] { return has_step("stop", id); }, 10s));
+    ASSERT_TRUE(wait_until([&] { return log(id).find("\nterm\n") != std::string::npos; }, 10s)) << log(id);
     auto r = bash("echo STOP > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}});
     EXPECT_NE(r.code, 0) << "a STOP during a stop was taken";
     EXPECT_NE(r.err.find("busy"), std::string::npos) << r.err;
+    ASSERT_EQ(write_file(dir_ + "/release", "", O_WRONLY | O_CREAT), 0);
     EXPECT_EQ(wait_bg(stopper, 20s), std::optional<int>(0));
     const json st = status_json(id);
     EXPECT_EQ(st["exitCode"], 7) << st.dump();
