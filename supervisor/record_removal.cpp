@@ -49,6 +49,10 @@ std::string Supervisor::Impl::detach(std::map<std::string, Record>::iterator it,
   ended_index.erase(id);
   if (it->second.state == CommandState::queued) queue.erase(it->second.queue_seq);  // never to run
   drop_record(it);
+  // A record made again under this name is another folder: another serial
+  // (its inode number). The kernel marks a removed folder's inode dead, and
+  // while a file of it is held open it would answer for the new one.
+  serials.erase(id);
   ++listing_gen;
   cpu.forget(id);
   return del;

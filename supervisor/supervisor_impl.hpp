@@ -54,7 +54,7 @@ struct Supervisor::Impl {
   std::uint64_t listing_gen = 0;
   std::vector<std::pair<std::string, Error>> load_errors;  // set by load()
   std::set<std::string> reserved;                   // ids being started; guarded by mu
-  std::map<std::string, std::uint64_t> serials;     // never shrinks; guarded by mu
+  std::map<std::string, std::uint64_t> serials;     // a name keeps its serial until its record is removed; guarded by mu
   std::uint64_t next_serial = 1;                    // guarded by mu
   std::uint64_t counter = 1;                        // next auto id; guarded by mu
   std::map<int, std::string> wd_ids;                // inotify wd of a log -> id; guarded by mu

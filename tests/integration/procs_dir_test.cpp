@@ -76,6 +76,16 @@ echo 'echo back' >&6; echo "rc=$?")",
   EXPECT_EQ(stat_errno(state_ + "/procs/gone"), ENOENT);
 }
 
+// A folder removed while a file of it is held open, then made again: the
+// new one is another folder (another inode), readable at once.
+TEST_F(ProcsDirTest, AFolderMadeAgainWhileTheRemovedOnesFileIsHeldIsReadable) {
+  auto r = bash(R"(mkdir "$MNT/procs/again" && exec 5<>"$MNT/procs/again/cmd" && rmdir "$MNT/procs/again" &&
+mkdir "$MNT/procs/again" && cat "$MNT/procs/again/status.json" >/dev/null && echo "id -u" > "$MNT/procs/again/cmd" &&
+cat "$MNT/procs/again/wait" > /dev/null && cat "$MNT/procs/again/log")");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, std::to_string(::getuid()) + "\n") << r.err;
+}
+
 TEST_F(ProcsDirTest, JsonInSlotCmdWithMatchingName) {
   ASSERT_EQ(mkdir_errno(p("procs/js")), 0);
   EXPECT_EQ(write_file(p("procs/js/cmd"), R"({"cmd": "echo json slot", "name": "js", "note": "n"})"), 0);
