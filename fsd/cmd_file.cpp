@@ -223,6 +223,13 @@ class CmdHandle : public Handle {
       return make_reply(&refused);
     }
     if (!slot_.empty()) {
+      // Held open across an rmdir, and the name made again by someone this
+      // writer may not see: not theirs to run in.
+      if (!fs_.find(slot_, who)) {
+        const sup::Error refused =
+            finish_rejected({sup::Errc::not_found, "procs/" + slot_ + " is gone since this file was opened"}, err_at, &who);
+        return make_reply(&refused);
+      }
       if (!spec->name.empty() && spec->name != slot_) {
         const sup::Error refused = finish_rejected(
             {sup::Errc::invalid_argument, "\"name\" must be \"" + slot_ + "\" (or absent) in procs/" + slot_ + "/cmd"},

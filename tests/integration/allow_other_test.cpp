@@ -191,6 +191,26 @@ TEST_F(AllowOtherQueueTest, AQueuedCommandStartsInItsWritersFolderAfterTheWriter
   EXPECT_EQ(log(queued), dir_ + "\n");
 }
 
+// A slot's cmd held open across its rmdir, the name then made again by
+// another user: the holder cannot run in that user's slot.
+TEST_F(AllowOtherTest, ACmdHeldAcrossAnRmdirCannotRunInAnotherUsersSlotOfThatName) {
+  const std::string out = dir_ + "/out";
+  ASSERT_EQ(mkdir_errno(out), 0);
+  ASSERT_EQ(::chmod(out.c_str(), 01777), 0);
+  const pid_t holder = spawn_bg(
+      "cd / && exec setpriv --reuid 65534 --regid 65534 --clear-groups sh -c '"
+      "mkdir \"$MNT/procs/held\" && exec 5<>\"$MNT/procs/held/cmd\" && rmdir \"$MNT/procs/held\" && touch " + out +
+          "/removed && while [ ! -e " + out + "/made ]; do sleep 0.02; done; echo \"id -u\" >&5; echo rc=$?'",
+      out + "/said");
+  ASSERT_GT(holder, 0);
+  ASSERT_TRUE(wait_until([&] { return read_file(out + "/removed").err == 0; }, 10s)) << read_file(out + "/said").data;
+  ASSERT_EQ(mkdir_errno(p("procs/held")), 0);  // root's slot now
+  ASSERT_EQ(write_file(out + "/made", "", O_WRONLY | O_CREAT), 0);
+  ASSERT_EQ(wait_bg(holder, 20s), std::optional<int>(0));
+  EXPECT_NE(read_file(out + "/said").data.find("rc=1"), std::string::npos) << read_file(out + "/said").data;
+  EXPECT_EQ(status_json("held")["state"], "empty");
+}
+
 TEST_F(AllowOtherTest, OthersCommandsAreInvisibleAndUnstoppable) {
   std::string root_id = start("sleep 30");
   ASSERT_FALSE(root_id.empty());
