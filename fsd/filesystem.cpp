@@ -1,14 +1,14 @@
 #include "fsd/filesystem.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include <cerrno>
 #include <climits>
 #include <ctime>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fstream>
+#include <sstream>
 
 #include <fuse_log.h>
 

@@ -25,8 +25,9 @@ class StepStore {
   using Warn = std::function<void(const std::string& message)>;
   explicit StepStore(Warn warn = {}) : warn_(std::move(warn)) {}
 
-  /// Applies the lines of one write: `start NAME` opens a step, `end [EXITCODE]`
-  /// closes the latest open one, `end EXITCODE NAME` the latest open one of that name. Times are taken here, at arrival. A line that
+  /// Applies the lines of one write: `start NAME` opens a step, `end
+  /// [EXITCODE]` closes the latest open one, `end EXITCODE NAME` the latest
+  /// open one of that name. Times are taken here, at arrival. A line that
   /// is not UTF-8 text, or not one of these, is an invalid_argument error and
   /// changes nothing; the lines before it stay applied. What changed is saved.
   sup::Status apply(const sup::CommandStatus& st, std::string_view lines);
