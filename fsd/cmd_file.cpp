@@ -323,7 +323,6 @@ class CmdHandle : public Handle {
         fs_.errors().add(path(), refused.code, sup::mask_secrets(refused.message, secrets), request, slot_);
     if (who && step_written_) fs_.note_start_failed(started_id_, refused.code, shown);
     else if (who) fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown, *who, secrets);
-    step_written_ = false;
     finish(std::string("error: ") + errno_name(refused.code) + ": " + shown + "\n", at);
     if (refused.code == sup::Errc::interrupted) {
       // Called off by a signal. Written again whole (a writer retries an

@@ -247,11 +247,10 @@ class EventsHandle : public FollowedReadHandle {
     const std::uint64_t lo = std::max(at - std::min<std::uint64_t>(at, reach_), floor);
     std::string raw;
     if (index_.read(sup::LogSelection::all, lo, static_cast<std::size_t>(at + c.length + reach_ - lo), &raw) != 0) return;
-    std::string masked = raw;
-    sup::mask_secrets_in_place(masked, secrets_);
-    for (std::uint64_t k = at; k < at + c.length && k - lo < masked.size(); ++k) {
+    const std::vector<bool> covered = sup::covered_bytes(raw, secrets_);
+    for (std::uint64_t k = at; k < at + c.length && k - lo < covered.size(); ++k) {
       const std::uint64_t i = (k - at) + (a - from);
-      if (masked[k - lo] == '*' && raw[k - lo] != '*' && i < data.size()) data[i] = '*';
+      if (covered[k - lo] && i < data.size()) data[i] = '*';
     }
   }
 

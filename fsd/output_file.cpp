@@ -127,9 +127,9 @@ class OutputHandle : public BlockingReadHandle {
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
     const std::size_t cap = cap_;
     const std::vector<std::string> secrets = fs_.sup().secrets(st.bg_id);
-    // A secret that the cap would cut is still recognised, and masked
-    // whole, in a window wider by the longest one; the masked text is then
-    // cut to the cap.
+    // Read wider by the longest secret, so that one the cap cuts is still
+    // found; mask_secrets_end cuts to the cap and shows what of it is
+    // left as "****".
     std::size_t widen = 0;
     for (const std::string& s : secrets) widen = std::max(widen, s.size());
     const std::size_t read_cap = cap > SIZE_MAX - widen ? SIZE_MAX : cap + widen;

@@ -8,9 +8,9 @@
 // steps/YYYY-MM-DD.jsonl, appended to with O_APPEND. A line is a step
 // {"id": N, "at": T, "kind": K, ...} or a later completion of one
 // {"id": N, "done": {...fields}} (a start learns its exit code when its
-// command ends, or its error when it never ran). Pruning removes whole day files once everything in them is
-// older than the keep time, and readers skip older steps, so nothing is
-// ever rewritten. A torn last line (a crash mid-write) is skipped.
+// command ends, or its error when it never ran). Pruning removes whole day
+// files once everything in them is older than the keep time, and readers
+// skip older steps, so nothing is ever rewritten. A torn last line (a crash mid-write) is skipped.
 //
 // Thread-safe; add() and complete() cost one write(2) each.
 #include <chrono>

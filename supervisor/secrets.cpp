@@ -6,10 +6,6 @@
 
 namespace sup {
 
-namespace {
-
-/// Which bytes of `text` any occurrence of any non-empty secret covers,
-/// overlapping ones included; empty when none does.
 std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::string>& secrets) {
   std::vector<bool> covered;
   for (const auto& s : secrets) {
@@ -22,22 +18,8 @@ std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::st
   return covered;
 }
 
-}  // namespace
-
-std::string mask_secrets(std::string_view text, std::vector<std::string> secrets) {
-  const std::vector<bool> covered = covered_bytes(text, secrets);
-  if (covered.empty()) return std::string(text);
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    if (!covered[i]) {
-      out += text[i++];
-      continue;
-    }
-    out += kMask;  // one mask for a run of covered bytes, whatever made it
-    while (i < text.size() && covered[i]) ++i;
-  }
-  return out;
+std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets) {
+  return mask_secrets_end(text, secrets, text.size());
 }
 
 std::string mask_secrets_end(std::string_view text, const std::vector<std::string>& secrets, std::size_t max) {
@@ -45,14 +27,15 @@ std::string mask_secrets_end(std::string_view text, const std::vector<std::strin
   std::size_t from = text.size() > max ? text.size() - max : 0;
   for (int n = 0; n < 3 && from > 0 && from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80; ++n)
     ++from;  // not inside a character
+  if (covered.empty()) return std::string(text.substr(from));
   std::string out;
   out.reserve(text.size() - from);
   for (std::size_t i = from; i < text.size();) {
-    if (covered.empty() || !covered[i]) {
+    if (!covered[i]) {
       out += text[i++];
       continue;
     }
-    out += kMask;
+    out += kMask;  // one mask for a run of covered bytes, whatever made it
     while (i < text.size() && covered[i]) ++i;
   }
   return out;
@@ -125,7 +108,7 @@ std::vector<std::string> request_secrets(std::string_view request) {
   };
   bool named = false;  // the last top-level key was "secretEnv"
   bool inside = false;  // within its object (or array)
-  (void)json::parse(
+  [[maybe_unused]] const json whole = json::parse(  // read for its callback
       request,
       [&](int depth, json::parse_event_t ev, json& parsed) {
         if (depth == 1 && ev == json::parse_event_t::key) {

@@ -8,10 +8,14 @@ namespace sup {
 
 inline constexpr std::string_view kMask = "****";
 
+/// Which bytes of `text` any occurrence of any non-empty secret covers,
+/// overlapping ones included; empty when none does.
+std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::string>& secrets);
+
 /// Replaces every run of bytes that occurrences of non-empty secrets cover
 /// in `text` with "****": one that contains another, or two that overlap,
 /// are masked whole.
-std::string mask_secrets(std::string_view text, std::vector<std::string> secrets);
+std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets);
 
 /// The last `max` bytes of `text` (from a character's first byte on), each
 /// run of bytes that secrets found in the whole text cover shown as

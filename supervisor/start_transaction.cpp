@@ -163,10 +163,9 @@ void Supervisor::Impl::launch(const std::shared_ptr<Starting>& s, std::map<std::
     // user may not go (a folder of the path swapped for a symlink after
     // the check). The writer's own folder is reached through its /proc
     // link, the folder it is in (a caller that names no process vouches
-    // for the path); one the request names is entered again by the
-    // command, with its user's rights, before the exec.
-    // A queued start's writer wrote long ago (or to another daemon): its
-    // folder is entered by its path, as the command's user.
+    // for the path); one the request names, and a queued start's (its
+    // writer wrote long ago), is entered again by the command, with its
+    // user's rights, before the exec.
     if (!spec.cwd_is_writers || s->from_queue) l.enter_as_user = true;
     else if (spec.requester_pid > 0) l.cwd = "/proc/" + std::to_string(spec.requester_pid) + "/cwd";
   }

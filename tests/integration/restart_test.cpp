@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 
 #include "sbxfs_fixture.hpp"
 
@@ -41,13 +42,28 @@ TEST_F(RestartTest, ARestartAtOnceAfterKillNineWhileAShellSitsInTheMount) {
 TEST_F(RestartTest, TheDeadMountAnswersUntilTheNextDaemonMounts) {
   ASSERT_FALSE(start("sleep 30").empty());
   ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
-  const pid_t holder = spawn_bg("exec flock \"$STATE/lock\" sleep 1.5");
+  const pid_t holder = spawn_bg("exec flock \"$STATE/lock\" sh -c 'while [ ! -e \"$T/release\" ]; do sleep 0.02; done'");
   ASSERT_GT(holder, 0);
   ASSERT_TRUE(wait_until([&] { return run("flock -n \"$STATE/lock\" true").code != 0; }, 5s));
   const std::string seen = dir_ + "/seen";
   const pid_t prober = spawn_bg("while :; do head -c 1 \"$MNT/cmd\" >/dev/null 2>>\"$T/seen\" || :; sleep 0.01; done");
   ASSERT_GT(prober, 0);
-  ASSERT_TRUE(start_daemon()) << daemon_log();
+  auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  // The lock is let go once the probes have met the dead mount while the
+  // new daemon waits for it (its second "starting" line).
+  std::thread releaser([&] {
+    wait_until([&] { return count(daemon_log(), " starting: ") >= 2; }, 10s);
+    const std::size_t before = count(read_file(seen).data, "Transport endpoint is not connected");
+    wait_until([&] { return count(read_file(seen).data, "Transport endpoint is not connected") >= before + 5; }, 10s);
+    (void)write_file(dir_ + "/release", "", O_WRONLY | O_CREAT);
+  });
+  const bool started = start_daemon();
+  releaser.join();
+  ASSERT_TRUE(started) << daemon_log();
   ::kill(-prober, SIGKILL);
   wait_bg(prober, 5s);
   wait_bg(holder, 5s);
@@ -55,9 +71,7 @@ TEST_F(RestartTest, TheDeadMountAnswersUntilTheNextDaemonMounts) {
   EXPECT_NE(said.find("Transport endpoint is not connected"), std::string::npos) << said;
   // The bare folder answers only between the detach and the mount (well
   // under the 10 ms between two tries), not while the records were loaded.
-  std::size_t bare = 0;
-  for (std::size_t at = said.find("No such file"); at != std::string::npos; at = said.find("No such file", at + 1)) ++bare;
-  EXPECT_LE(bare, 1u) << said;
+  EXPECT_LE(count(said, "No such file"), 1u) << said;
   EXPECT_EQ(procs().size(), 1u);
 }
 

@@ -197,8 +197,9 @@ TEST_F(SecretsTest, EventsMaskASecretTheTwoStreamsWroteInTurnAsTheLogDoes) {
   for (std::string line; std::getline(lines, line);)
     if (const json e = parse_json(line); e.is_object() && e.contains("data")) data += e["data"].get<std::string>();
   EXPECT_EQ(data, log_text);
-  if (log_text.find("sup3r") == std::string::npos)  // the three pieces came in turn, as written
+  if (log_text.find("sup3r") == std::string::npos) {  // the three pieces came in turn, as written
     EXPECT_EQ(data, "xsplit: *****************\n");
+  }
 }
 
 TEST_F(SecretsTest, ReadinessShowsNoPartOfASecret) {
