@@ -46,7 +46,11 @@ class StepsHandle : public RecordHandle {
  private:
   /// Holds mu_; success or the refusal.
   Reply apply(const std::string& lines) {
-    const std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
+    std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
+    if (st && st->state == "restarting") {
+      fs_.sup().notice_run(id_);  // the run asking may be newer than our news of it
+      st = fs_.sup().status(id_);
+    }
     if (!st) return Reply::error(ENOENT);
     const sup::Status ok = fs_.steps().apply(*st, lines);
     if (!ok) {

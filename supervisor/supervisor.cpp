@@ -284,6 +284,18 @@ std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure
   return s;
 }
 
+void Supervisor::notice_run(const std::string& id) {
+  bool new_run = false;
+  {
+    std::lock_guard g(impl_->mu);
+    auto it = impl_->records.find(id);
+    if (it == impl_->records.end()) return;
+    new_run = impl_->apply_monitor_record(it->second);
+  }
+  // Posted: listeners hear events on the event thread.
+  if (new_run) impl_->emit(Event::Kind::started, id);
+}
+
 namespace {
 // The figures of the running ones among `out`, sampled now where stale.
 void add_cpu(CpuSampler& sampler, std::vector<CommandStatus>& out, const std::vector<pid_t>& monitors) {

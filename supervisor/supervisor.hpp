@@ -179,6 +179,10 @@ class Supervisor {
   /// last sample is older than a second (only a view that shows `cpu` asks:
   /// without a cgroup a sample is a walk of /proc).
   std::optional<CommandStatus> status(const std::string& id, CpuFigure cpu = CpuFigure::skip) const;
+  /// Reads the record's monitor.json now rather than at its news: a
+  /// restart's run is published before it runs, but the event thread may
+  /// not have heard of it when the run's first instruction asks.
+  void notice_run(const std::string& id);
   /// Every record, in bgId order (auto ids sort in start order). `cpu` of
   /// the running ones is sampled as CpuSampler::percents says: fresh, within
   /// a time budget per call.

@@ -750,7 +750,8 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
     m.max_restarts = args.max_restarts;
     m.restart_tfd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (m.restart_tfd < 0) diag("timerfd_create: %s: no restarts", ::strerror(errno));
-    m.spawn = [&args, &m, &child_start, &cwd, devnull, dirfd](pid_t* pid, std::string* why) {
+    m.spawn = [&args, &m, &child_start, &cwd, devnull, dirfd](pid_t* pid, std::string* why,
+                                                             const std::function<void(pid_t)>& publish) {
       *pid = -1;
       if (!m.cg.empty() && !m.cg.exists()) {
         *why = errmsg(("cannot open the cgroup " + m.cg.path()).c_str(), ENOENT);
@@ -765,16 +766,32 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
         *why = errmsg(("cannot change to '" + cwd + "'").c_str(), e);
         return e;
       }
+      // The run waits at a gate of its own until it is published.
+      int gate[2] = {-1, -1};
+      if (::pipe2(gate, O_CLOEXEC) != 0) {
+        e = errno;
+        *why = errmsg("pipe", e);
+        return e;
+      }
       // Each run reads the same input, from a read end of its own.
       const int in = args.stdin_pipe ? open_stdin_for_run(dirfd) : -1;
       int status = -1;
-      *pid = fork_run(args, m, child_start, false, -1, in >= 0 ? in : devnull, cwd.empty() ? nullptr : cwd.c_str(), &status);
+      *pid = fork_run(args, m, child_start, false, gate[0], in >= 0 ? in : devnull,
+                      cwd.empty() ? nullptr : cwd.c_str(), &status);
+      e = errno;
       if (in >= 0) ::close(in);
+      ::close(gate[0]);
       if (*pid < 0) {
-        e = errno;
+        ::close(gate[1]);
         *why = errmsg("cannot fork", e);
         return e;
       }
+      publish(*pid);
+      ssize_t n;
+      do {
+        n = ::write(gate[1], "g", 1);
+      } while (n < 0 && errno == EINTR);
+      ::close(gate[1]);  // unwritten: EOF, the run does not exec (ECANCELED)
       e = exec_outcome(status, *pid);
       if (e != 0) *why = exec_error(args, e);
       return e;

@@ -166,9 +166,11 @@ struct Monitor {
   int restart_tfd = -1;                       // timerfd of the delay between runs
   uint64_t timeout_ms = 0;                    // --timeout-ms, armed again for each run
   sup::MonitorInfo info;                      // monitor.json as last written
-  // Forks the next run (new pipes in out/err) and waits for its exec: 0,
-  // or an errno with `why` (the child is reaped then). *pid: the child, or -1.
-  std::function<int(pid_t* pid, std::string* why)> spawn;
+  // Forks the next run (new pipes in out/err), calls `publish` with it
+  // before it may exec (so that monitor.json names a run before its first
+  // instruction, as for the first run), and waits for its exec: 0, or an
+  // errno with `why` (the child is reaped then). *pid: the child, or -1.
+  std::function<int(pid_t* pid, std::string* why, const std::function<void(pid_t)>& publish)> spawn;
   int notify = -1;     // --notify-fd: the read end of the command's notification pipe
   int notify_w = -1;   // and its write end, which every run gets as fd --notify-fd
 };

@@ -396,17 +396,22 @@ void Loop::start_next_run() {
   run_started_ = std::chrono::steady_clock::now();
   pid_t pid = -1;
   std::string why;
-  const int err = m_.spawn(&pid, &why);
   m_.info.restarts = restarts_;
   m_.info.restart_at.clear();
   m_.info.started_at = sup::iso_now();
-  if (pid > 0) {
+  const int err = m_.spawn(&pid, &why, [this](pid_t run) {
+    // Before the run's first instruction: a step it writes at once finds it.
     sup::ProcStat st;
-    m_.info.pid = pid;
-    m_.info.pid_start = err == 0 && sup::read_proc_stat(pid, &st) ? st.starttime : 0;
-  }
-  write_monitor_record();
+    m_.info.pid = run;
+    m_.info.pid_start = sup::read_proc_stat(run, &st) ? st.starttime : 0;
+    write_monitor_record();
+  });
   if (err != 0) {
+    if (pid > 0) {
+      m_.info.pid = pid;
+      m_.info.pid_start = 0;  // reaped: nothing of it to find
+    }
+    write_monitor_record();
     // A run that could not start is one that failed: 127, as a shell says
     // of a command it cannot run; the policy goes on (or ends) as after any.
     m_.relay->restart_marker("[sbxfs: restart " + std::to_string(restarts_) + ": " + why + "]");

@@ -370,9 +370,9 @@ std::optional<int> SbxfsTest::wait_bg(pid_t pid, std::chrono::milliseconds timeo
   return r;
 }
 
-pid_t SbxfsTest::trace_daemon(const std::string& strace_args, std::string& why) {
+pid_t SbxfsTest::trace(pid_t pid, const std::string& strace_args, std::string& why) {
   const std::string said = dir_ + "/strace-" + std::to_string(Clock::now().time_since_epoch().count()) + ".err";
-  const pid_t tracer = spawn_bg("exec strace -f -p " + std::to_string(daemon_pid()) + " " + strace_args, said);
+  const pid_t tracer = spawn_bg("exec strace -f -p " + std::to_string(pid) + " " + strace_args, said);
   if (tracer <= 0) return -1;
   auto attached = [&] { return read_file(said).data.find("attached") != std::string::npos; };
   std::optional<int> gone;

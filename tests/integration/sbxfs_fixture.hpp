@@ -126,7 +126,9 @@ class SbxfsTest : public ::testing::Test {
   /// `strace -f -p DAEMON STRACE_ARGS` in the background (a spawn_bg child),
   /// once it has attached: its pid; -1 with `why` when it could not attach
   /// (tracing another process needs the right to: not every box gives it).
-  pid_t trace_daemon(const std::string& strace_args, std::string& why);
+  pid_t trace_daemon(const std::string& strace_args, std::string& why) { return trace(daemon_pid(), strace_args, why); }
+  /// The same for any process of the test's (a monitor, a command).
+  pid_t trace(pid_t pid, const std::string& strace_args, std::string& why);
 
   // ---- the tree ----
   /// Starts a request through the root cmd with the bash read-back idiom

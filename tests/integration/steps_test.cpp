@@ -109,6 +109,38 @@ TEST_F(StepsTest, EachRunOfARestartPolicyHasItsOwnSteps) {
   EXPECT_EQ(parse_json(file("procs/" + id + "/steps.json")), json::array()) << "taken back: still this run's";
 }
 
+// A restart's run may write its first step at its first instruction: the
+// run is known (monitor.json) before it runs, however late the monitor's
+// news of it reaches the daemon (held back here: its renames are slowed).
+TEST_F(StepsTest, ARestartedRunsFirstInstructionMayWriteAStep) {
+  const std::string script = dir_ + "/runs.sh";
+  ASSERT_EQ(write_file(script,
+                       "s=\"$SBX_MOUNT/procs/$SBX_BGID/steps\"\n"
+                       "if [ -e \"$T/ran\" ]; then\n"
+                       "  echo 'start second' > \"$s\"; echo \"rc=$?\" > \"$T/seen\"; exec sleep 30\n"
+                       "fi\n"
+                       "touch \"$T/ran\"; while [ ! -e \"$T/go\" ]; do sleep 0.02; done; exit 1\n",
+                       O_WRONLY | O_CREAT),
+            0);
+  const std::string id =
+      start(R"({"argv": ["sh", ")" + script + R"("], "restart": "on-failure", "restartDelaySec": 0.1})");
+  ASSERT_FALSE(id.empty());
+  const json mon = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data);
+  ASSERT_TRUE(mon.contains("monitorPid")) << mon.dump();
+  std::string why;
+  const pid_t tracer = trace(mon["monitorPid"].get<pid_t>(),
+                             "-e trace=rename,renameat,renameat2 "
+                             "-e inject=rename,renameat,renameat2:delay_enter=700000 -o /dev/null",
+                             why);
+  if (tracer < 0) GTEST_SKIP() << "strace cannot trace the monitor here: " << why;
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  ASSERT_TRUE(wait_until([&] { return read_file(dir_ + "/seen").err == 0; }, 20s));
+  EXPECT_EQ(read_file(dir_ + "/seen").data, "rc=0\n") << "the step was refused";
+  const json steps = parse_json(file("procs/" + id + "/steps.json"));
+  ASSERT_EQ(steps.size(), 1u) << steps.dump();
+  EXPECT_EQ(steps[0]["name"], "second");
+}
+
 // sbx-step NAME -- COMMAND ends its own step, also when COMMAND left a
 // step of its own running.
 TEST_F(StepsTest, AStepEndsItselfWhateverItsCommandLeftRunning) {
