@@ -111,6 +111,11 @@ class Handle {
   /// A write from a descriptor with O_NONBLOCK: where write() would wait,
   /// it answers at once (EAGAIN, or the bytes taken so far). Default: write().
   virtual Reply write_nonblocking(fuse_req_t req, std::string_view data, off_t off) { return write(req, data, off); }
+  /// A rename's write of a scratch file's whole content: the kernel holds
+  /// both folders locked until it is answered, so it must not wait on a
+  /// command's pace (it may on the daemon's: a start, a stop's grace).
+  /// All of `data` or an errno. Default: write().
+  virtual Reply write_whole(fuse_req_t req, std::string_view data) { return write(req, data, 0); }
   /// close() of one descriptor: Reply::error(0) for success, an errno for
   /// what close() returns, or parked (someone replies later, e.g. a start
   /// that completes at close).

@@ -50,7 +50,7 @@ void write_step(fuse_req_t req, std::shared_ptr<WriteAndClose> job) {
       return (void)fuse_reply_err(req, EIO);
     close_step(req, job);
   });
-  send_reply(req, h->write(req, job->content, 0));
+  send_reply(req, h->write_whole(req, job->content));
 }
 
 /// Rename of scratch `src` onto the tree's file `dst`.

@@ -7,7 +7,9 @@
 // whose input was closed, or that has no pipe is EPIPE with a line in
 // `errors`; the bytes themselves are never shown or logged (they may be
 // secrets), only their count. A writer with O_NONBLOCK never waits: it
-// gets what fitted, or EAGAIN when the pipe is full, as with a pipe.
+// gets what fitted, or EAGAIN when the pipe is full, as with a pipe. A
+// scratch file renamed over it never waits either (the rename holds its
+// folders locked): all of it goes in at once, or nothing.
 //
 // procs/ID/stdin,eof: written the same way, and its close closes the
 // input: the command reads EOF after what was written (`: > stdin,eof`
@@ -96,6 +98,18 @@ class StdinHandle : public RecordHandle {
     PendingWrite w(fs_, id_, path_, data.size());
     if (std::optional<Reply> now = w.attempt(data)) return *now;
     return w.taken();
+  }
+
+  /// At once, all or nothing: the pipe grows to hold it (up to the
+  /// system's limit), else EAGAIN (unread input in the way) or E2BIG.
+  Reply write_whole(fuse_req_t, std::string_view data) override {
+    const sup::Result<std::size_t> n = fs_.sup().write_stdin_whole(id_, data);
+    if (!n) {
+      fs_.errors().add(path_, n.error().code, n.error().message,
+                       "(" + std::to_string(data.size()) + " bytes of input, not shown)", id_);
+      return Reply::fail(n.error());
+    }
+    return Reply::written(*n);
   }
 
   Reply flush(fuse_req_t req) override {

@@ -21,28 +21,37 @@ Status check_input(const std::string& id, const Record& r) {
 
 }  // namespace
 
+Result<std::shared_ptr<StdinPipe>> Supervisor::Impl::input_of(const std::string& id) {
+  std::lock_guard g(mu);
+  auto it = records.find(id);
+  if (it == records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
+  Record& r = it->second;
+  if (Status st = check_input(id, r); !st) return st.error();
+  if (has_ended(r.state)) return Error{Errc::broken_pipe, "'" + id + "' has ended: no one reads its input"};
+  if (r.stdin_closed) return Error{Errc::broken_pipe, "the input of '" + id + "' was closed (stdin,eof)"};
+  if (!r.stdin_pipe) {
+    auto opened = StdinPipe::open(dir_of(id), id);
+    if (!opened) return opened.error();
+    r.stdin_pipe = std::move(opened.value());
+  }
+  return r.stdin_pipe;
+}
+
 Result<std::size_t> Supervisor::write_stdin(const std::string& id, std::string_view data) {
   Impl& I = *impl_;
-  std::shared_ptr<StdinPipe> pipe;
-  {
-    std::lock_guard g(I.mu);
-    auto it = I.records.find(id);
-    if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
-    Record& r = it->second;
-    if (Status st = check_input(id, r); !st) return st.error();
-    if (has_ended(r.state)) return Error{Errc::broken_pipe, "'" + id + "' has ended: no one reads its input"};
-    if (r.stdin_closed) return Error{Errc::broken_pipe, "the input of '" + id + "' was closed (stdin,eof)"};
-    if (!r.stdin_pipe) {
-      auto opened = StdinPipe::open(I.dir_of(id), id);
-      if (!opened) return opened.error();
-      r.stdin_pipe = std::move(opened.value());
-    }
-    pipe = r.stdin_pipe;
-  }
+  Result<std::shared_ptr<StdinPipe>> pipe = I.input_of(id);
+  if (!pipe) return pipe.error();
   // Outside the lock: up to a FUSE write's megabyte is copied here.
-  Result<std::size_t> n = pipe->write(data);
-  if (n && *n == 0 && !data.empty()) I.loop->post([&I, id, pipe] { I.wait_for_stdin_room(id, pipe); });
+  Result<std::size_t> n = pipe.value()->write(data);
+  if (n && *n == 0 && !data.empty())
+    I.loop->post([&I, id, p = pipe.value()] { I.wait_for_stdin_room(id, p); });
   return n;
+}
+
+Result<std::size_t> Supervisor::write_stdin_whole(const std::string& id, std::string_view data) {
+  Result<std::shared_ptr<StdinPipe>> pipe = impl_->input_of(id);
+  if (!pipe) return pipe.error();
+  return pipe.value()->write_whole(data);
 }
 
 Status Supervisor::close_stdin(const std::string& id) {

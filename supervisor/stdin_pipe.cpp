@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 #include "supervisor/monitor_ctl.hpp"
 
@@ -35,6 +37,39 @@ Result<std::shared_ptr<StdinPipe>> StdinPipe::open(const std::string& record_dir
 }
 
 Result<std::size_t> StdinPipe::write(std::string_view data) const {
+  std::lock_guard g(mu_);
+  return write_locked(data);
+}
+
+Result<std::size_t> StdinPipe::write_whole(std::string_view data) const {
+  std::lock_guard g(mu_);
+  if (data.empty()) return std::size_t{0};
+  int unread = 0;
+  const int size = ::fcntl(fd_.get(), F_GETPIPE_SZ);
+  if (size < 0 || ::ioctl(fd_.get(), FIONREAD, &unread) != 0)
+    return error_from_errno(errno, "cannot measure the command's stdin pipe");
+  // Whole pages: a page the last write began is not shared with the next.
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t need = (static_cast<std::size_t>(unread) + page - 1) / page * page + data.size() + page;
+  if (need > static_cast<std::size_t>(size)) {
+    std::size_t limit = 1 << 20;
+    if (std::FILE* f = std::fopen("/proc/sys/fs/pipe-max-size", "re")) {
+      unsigned long v = 0;
+      if (std::fscanf(f, "%lu", &v) == 1) limit = v;
+      std::fclose(f);
+    }
+    const std::string said = std::to_string(data.size()) + " bytes";
+    if (data.size() + page > limit)
+      return Error{Errc::too_big, said + " do not fit in a pipe (at most " + std::to_string(limit) +
+                                      " bytes, /proc/sys/fs/pipe-max-size): write them in parts"};
+    if (need > limit || ::fcntl(fd_.get(), F_SETPIPE_SZ, static_cast<int>(need)) < 0)
+      return Error{Errc::try_again, said + " do not fit beside the " + std::to_string(unread) +
+                                        " bytes '" + id_ + "' has not read yet: try again once it has"};
+  }
+  return write_locked(data);
+}
+
+Result<std::size_t> StdinPipe::write_locked(std::string_view data) const {
   if (data.empty()) return std::size_t{0};
   // A write to a pipe without a reader raises SIGPIPE in the writing
   // thread: blocked here, and taken back if it came, so that any program

@@ -9,6 +9,7 @@
 // thread's alone.
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,12 @@ class StdinPipe {
   /// Writes what the pipe takes now of `data`: the bytes written, 0 when it
   /// is full; broken_pipe when no one reads it any more. No SIGPIPE.
   Result<std::size_t> write(std::string_view data) const;
+  /// Writes all of `data` now or nothing: the pipe is grown to hold it
+  /// beside what the command has not read yet, up to the system's limit
+  /// for a pipe (/proc/sys/fs/pipe-max-size). try_again when what is
+  /// unread leaves too little room, too_big when `data` alone is over the
+  /// limit; broken_pipe as write().
+  Result<std::size_t> write_whole(std::string_view data) const;
 
   int fd() const { return fd_.get(); }
 
@@ -35,8 +42,11 @@ class StdinPipe {
   StdinPipe(UniqueFd fd, std::string id) : fd_(std::move(fd)), id_(std::move(id)) {}
 
  private:
+  Result<std::size_t> write_locked(std::string_view data) const;
+
   UniqueFd fd_;
   std::string id_;  // for the messages
+  mutable std::mutex mu_;  // a whole write's room is not taken by another write meanwhile
 };
 
 }  // namespace sup

@@ -167,6 +167,9 @@ class Supervisor {
   /// broken_pipe when the command has no such input, has not started, has
   /// ended, closed its stdin, or its input was closed. Never blocks.
   Result<std::size_t> write_stdin(const std::string& id, std::string_view data);
+  /// All of `data` into `id`'s input now, or nothing (StdinPipe::write_whole):
+  /// for a writer that must not wait on the command (a rename). Never blocks.
+  Result<std::size_t> write_stdin_whole(const std::string& id, std::string_view data);
   /// Closes command `id`'s standard input: it reads EOF after what was
   /// written (its monitor lets go of its write end; later writes are
   /// broken_pipe). Ended, or closed already: succeeds, a no-op.

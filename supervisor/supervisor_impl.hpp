@@ -220,6 +220,8 @@ struct Supervisor::Impl {
   // command_input.cpp
   /// Watches `pipe` (loop thread) until it has room, then emits stdin_writable for `id`.
   void wait_for_stdin_room(const std::string& id, std::shared_ptr<StdinPipe> pipe);
+  /// The pipe a write to `id`'s input goes into (opened at the first write).
+  Result<std::shared_ptr<StdinPipe>> input_of(const std::string& id);
   /// Lets go of r's stdin pipe; its watch, if armed, is ended on the loop thread.
   void drop_stdin(Record& r);  // needs mu
 

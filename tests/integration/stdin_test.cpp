@@ -128,6 +128,42 @@ TEST_F(StdinTest, ALargeWriteIntoASlowReaderLeavesTheMountAnswering) {
   EXPECT_EQ(log(id), "4194304\n");
 }
 
+// A rename holds its folders locked until it is answered: one onto stdin
+// never waits for the command to read. All of it goes in at once (the pipe
+// grows to hold it), or nothing, with EAGAIN or E2BIG.
+TEST_F(StdinTest, ARenameOntoStdinNeverWaitsForTheCommand) {
+  const std::string gate = dir_ + "/reader.go";
+  const std::string id =
+      start(R"({"cmd": "while [ ! -e \")" + gate + R"(\" ]; do sleep 0.02; done; wc -c", "stdin": "pipe"})");
+  ASSERT_FALSE(id.empty());
+  const long most = std::stol(read_file("/proc/sys/fs/pipe-max-size").data);
+  auto r = run_argv({"python3", "-c", R"(
+import errno, os, sys
+d, most = sys.argv[1], int(sys.argv[2])
+def rename(size):
+    with open(d + '/.in.tmp', 'wb') as f:
+        f.write(b'x' * size)
+    try:
+        os.replace(d + '/.in.tmp', d + '/stdin')
+        return 'ok'
+    except OSError as e:
+        return errno.errorcode[e.errno]
+print(rename(100000), rename(most + 1), rename(most - 50000))
+os.stat(d + '/status.json')
+)", p("procs/" + id), std::to_string(most)}, 10);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok E2BIG EAGAIN\n");
+  const json errs = errors();
+  ASSERT_GE(errs.size(), 2u);
+  EXPECT_EQ(errs[errs.size() - 2]["errno"], "E2BIG") << errs;
+  EXPECT_EQ(errs.back()["errno"], "EAGAIN") << errs;
+  EXPECT_EQ(errs.back()["path"], "procs/" + id + "/stdin");
+  ASSERT_EQ(write_file(gate, "", O_WRONLY | O_CREAT | O_TRUNC), 0);
+  ASSERT_EQ(write_file(p("procs/" + id + "/stdin,eof"), ""), 0);
+  EXPECT_EQ(wait_json(id, 20)["proc"]["exitCode"], 0);
+  EXPECT_EQ(log(id), "100000\n") << "a refused rename puts nothing in";
+}
+
 class StdinFewWorkersTest : public SbxfsTest {
  protected:
   StdinFewWorkersTest() { daemon_options_ = {"-o", "max_threads=2"}; }

@@ -40,6 +40,32 @@ TEST_F(SupervisorStdinTest, WritesReachTheCommandAndCloseEndsTheInput) {
   SBX_ASSERT_OK(sup_->close_stdin(r->bg_id));
 }
 
+// For a writer that must not wait: all at once (the pipe grown to hold
+// it), or nothing, try_again or too_big.
+TEST_F(SupervisorStdinTest, AWholeWriteGoesInAtOnceOrNotAtAll) {
+  auto r = sup_->start(piped(shell("kill -STOP $$; exec wc -c")));
+  SBX_ASSERT_OK(r);
+  ASSERT_TRUE(wait_until([&] {
+    auto f = proc_stat_fields(r->pid);
+    return !f.empty() && f[0] == "T";
+  }, 5000ms));
+  const std::size_t most = std::stoul(read_file("/proc/sys/fs/pipe-max-size"));
+  auto n = sup_->write_stdin_whole(r->bg_id, std::string(200000, 'x'));  // 3 times a pipe's default
+  SBX_ASSERT_OK(n);
+  EXPECT_EQ(*n, 200000u);
+  auto big = sup_->write_stdin_whole(r->bg_id, std::string(most + 1, 'x'));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, Errc::too_big) << big.error().message;
+  auto crowded = sup_->write_stdin_whole(r->bg_id, std::string(most - 100000, 'x'));
+  ASSERT_FALSE(crowded.ok());
+  EXPECT_EQ(crowded.error().code, Errc::try_again) << crowded.error().message;
+  SBX_ASSERT_OK(sup_->signal(r->bg_id, SIGCONT));
+  SBX_ASSERT_OK(sup_->close_stdin(r->bg_id));
+  auto st = wait_ended(r->bg_id);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(read_file(r->log_file), "200000\n");
+}
+
 TEST_F(SupervisorStdinTest, AFullPipeTakesNothingAndTellsWhenItHasRoom) {
   // Stops itself before it reads: the pipe fills.
   auto r = sup_->start(piped(shell("kill -STOP $$; exec cat > /dev/null")));
