@@ -24,6 +24,7 @@
 
 #include "fsd/dispatcher.hpp"
 #include "fsd/filesystem.hpp"
+#include "fsd/mount_beneath.hpp"
 #include "fsd/mount_point_lock.hpp"
 #include "fsd/mount_watch.hpp"
 #include "fsd/stale_mount.hpp"
@@ -356,27 +357,48 @@ int run(Options& opts) {
   auto fs = std::make_unique<Filesystem>(*supervisor, std::move(cfg));
   fs_slot = fs.get();
 
-  // A stale mount is detached now, with nothing left to do before the new
-  // one is made: the bare folder answers for as short a time as can be.
-  // Checked again under the mount point's lock (of the folder: taken once
-  // the stale mount is gone), held until the mount is made: of two daemons
-  // started there at the same moment, one mounts.
-  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
-  std::filesystem::create_directories(mountpoint, ec);
-  if (ec) return fail("cannot create mount point " + mountpoint + ": " + ec.message());
+  // A stale mount stays until the new mount is made: the bare folder below
+  // would answer meanwhile (and take a request as a file of its own). The
+  // mount point's lock, held until the mount is made, lets one of two
+  // daemons started there at the same moment mount; the other then finds
+  // the live sbxfs.
+  if (!stale_at(mountpoint)) {
+    std::filesystem::create_directories(mountpoint, ec);
+    if (ec) return fail("cannot create mount point " + mountpoint + ": " + ec.message());
+  }
   sup::Result<MountPointLock> mount_lock = MountPointLock::take(mountpoint, kMountLockWait);
   if (!mount_lock) return fail(mount_lock.error().message);
-  if (const sup::Status s = clean_stale_mount(mountpoint); !s) return fail(s.error().message);
+  if (const sup::Status s = refuse_live_mount(mountpoint); !s) return fail(s.error().message);
 
   // SIGINT and SIGTERM always unmount: a shell starts `sbxfs -f &` with
   // SIGINT ignored, and libfuse only takes over signals left at default.
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (fuse_set_signal_handlers(se) != 0) return fail("cannot set signal handlers");
-  if (fuse_session_mount(se, mountpoint.c_str()) != 0) {
-    fuse_remove_signal_handlers(se);
-    const std::string why = last_fuse_error();
-    return fail("cannot mount " + mountpoint + (why.empty() ? "" : ": " + why));
+  // Root slides the new mount beneath a stale one, then detaches that: not
+  // a moment of bare folder (mount_beneath.hpp). Else the stale mount is
+  // detached just before the mount: a window of well under a millisecond.
+  const std::string staging = state_dir + "/mounting";
+  if (::geteuid() == 0) clear_staging(staging);
+  bool moved = false;
+  if (::geteuid() == 0 && stale_at(mountpoint)) {
+    const sup::Result<bool> beneath = mount_beneath_stale(se, mountpoint, staging);
+    if (!beneath) {
+      fuse_remove_signal_handlers(se);
+      return fail("cannot mount " + mountpoint + ": " + beneath.error().message);
+    }
+    moved = beneath.value();
+  }
+  if (!moved) {
+    if (const sup::Status s = clean_stale_mount(mountpoint); !s) {
+      fuse_remove_signal_handlers(se);
+      return fail(s.error().message);
+    }
+    if (fuse_session_mount(se, mountpoint.c_str()) != 0) {
+      fuse_remove_signal_handlers(se);
+      const std::string why = last_fuse_error();
+      return fail("cannot mount " + mountpoint + (why.empty() ? "" : ": " + why));
+    }
   }
   mount_lock->release();
   fuse_log(FUSE_LOG_NOTICE, "sbxfs: mounted at %s\n", mountpoint.c_str());
@@ -417,7 +439,8 @@ int run(Options& opts) {
   fs->shutdown();
   supervisor.reset();
   fs.reset();
-  if (!gone) fuse_session_unmount(se);
+  if (!gone && moved) unmount_moved(mountpoint);
+  else if (!gone) fuse_session_unmount(se);
   fuse_session_destroy(se);  // closes /dev/fuse: who still holds a file of a detached mount gets ENOTCONN
   fuse_log(FUSE_LOG_NOTICE, "sbxfs: unmounted %s (%s)\n", mountpoint.c_str(),
            detached ? "it left the mount table" : rc < 0 ? std::strerror(-rc) : rc > 0 ? strsignal(rc) : "unmounted");

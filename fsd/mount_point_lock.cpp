@@ -3,13 +3,16 @@
 #include <cerrno>
 #include <fcntl.h>
 
+#include <filesystem>
+
 #include "supervisor/files.hpp"
 
 namespace fsd {
 
 sup::Result<MountPointLock> MountPointLock::take(const std::string& mountpoint, std::chrono::milliseconds wait) {
-  sup::UniqueFd fd(::open(mountpoint.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) return sup::error_from_errno(errno, "cannot open mount point " + mountpoint);
+  const std::string holder = std::filesystem::path(mountpoint).parent_path().string();
+  sup::UniqueFd fd(::open(holder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return sup::error_from_errno(errno, "cannot open " + holder + ", which holds the mount point");
   if (const int err = sup::lock_within(fd.get(), wait)) {
     if (err == EWOULDBLOCK) return sup::Error{sup::Errc::busy, "another sbxfs is starting at " + mountpoint};
     return sup::error_from_errno(err, "cannot lock mount point " + mountpoint);

@@ -87,10 +87,7 @@ std::string absolute_path(const std::string& path) {
   return s;
 }
 
-namespace {
-
-/// Whether the top mount at `mountpoint` is a FUSE mount whose daemon is gone.
-bool stale(const std::string& mountpoint) {
+bool stale_at(const std::string& mountpoint) {
   // statfs(2), not stat(2): the kernel answers a stat of a dead daemon's
   // mount from its attribute cache for up to a second, and a statfs
   // always asks the daemon.
@@ -98,11 +95,9 @@ bool stale(const std::string& mountpoint) {
   return ::statfs(mountpoint.c_str(), &sfs) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
 }
 
-}  // namespace
-
 sup::Status refuse_live_mount(const std::string& mountpoint) {
   const std::vector<MountEntry> mounts = mounts_at(mountpoint);
-  if (!mounts.empty() && mounts.back().fstype == "fuse.sbxfs" && !stale(mountpoint))
+  if (!mounts.empty() && mounts.back().fstype == "fuse.sbxfs" && !stale_at(mountpoint))
     return sup::Error{sup::Errc::already_exists, "a live sbxfs is already mounted at " + mountpoint};
   return sup::Ok{};
 }
@@ -113,7 +108,7 @@ sup::Status clean_stale_mount(const std::string& mountpoint) {
     const std::vector<MountEntry> mounts = mounts_at(mountpoint);
     if (mounts.empty()) return sup::Ok{};
     const std::string& top = mounts.back().fstype;
-    if (!stale(mountpoint)) {
+    if (!stale_at(mountpoint)) {
       if (top == "fuse.sbxfs")
         return sup::Error{sup::Errc::already_exists, "a live sbxfs is already mounted at " + mountpoint};
       return sup::Ok{};  // something else lives there; mounting on top is the user's choice

@@ -26,6 +26,9 @@ struct MountEntry {
 /// file descriptors it cannot: then the empty answer means nothing).
 std::vector<MountEntry> mounts_at(const std::string& path, bool* read = nullptr);
 
+/// Whether the top mount at `mountpoint` is a FUSE mount whose daemon is gone.
+bool stale_at(const std::string& mountpoint);
+
 /// already_exists when a live sbxfs is mounted at `mountpoint` (absolute);
 /// a stale mount is left there: until clean_stale_mount() detaches it, just
 /// before the new mount, every access still fails with ENOTCONN, where the
@@ -34,6 +37,9 @@ sup::Status refuse_live_mount(const std::string& mountpoint);
 
 /// Prepares `mountpoint` (absolute) for mounting: lazily unmounts stale FUSE
 /// mounts there (umount2 MNT_DETACH as root, else `fusermount3 -uz`);
+/// Whether the top mount at `mountpoint` is a FUSE mount whose daemon is gone.
+bool stale_at(const std::string& mountpoint);
+
 /// already_exists when a live sbxfs is mounted there.
 sup::Status clean_stale_mount(const std::string& mountpoint);
 

@@ -75,6 +75,35 @@ TEST_F(RestartTest, TheDeadMountAnswersUntilTheNextDaemonMounts) {
   EXPECT_EQ(procs().size(), 1u);
 }
 
+// Not even between the dead mount's detach and the new mount: the new
+// mount is made beneath the dead one, which is detached after (as root).
+// A creator of `cmd` that races the restarts would make it in the bare
+// folder (a request written there is lost); the live tree has it already.
+TEST_F(RestartTest, TheBareFolderNeverAnswersAcrossRestarts) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting beneath needs root";
+  const pid_t prober = spawn_bg(
+      "exec python3 -c 'import os, sys\n"
+      "m = sys.argv[1]\n"
+      "while not os.path.exists(sys.argv[2]):\n"
+      "    try:\n"
+      "        os.close(os.open(m + \"/cmd\", os.O_WRONLY | os.O_CREAT | os.O_EXCL))\n"
+      "        print(\"bare\", flush=True); os.unlink(m + \"/cmd\")\n"
+      "    except OSError:\n"
+      "        pass\n"
+      "' \"$MNT\" \"$T/stop\"",
+      dir_ + "/prober.out");
+  ASSERT_GT(prober, 0);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+    ASSERT_TRUE(start_daemon()) << daemon_log();
+  }
+  ASSERT_EQ(write_file(dir_ + "/stop", "", O_WRONLY | O_CREAT), 0);
+  EXPECT_EQ(wait_bg(prober, 10s), std::optional<int>(0));
+  EXPECT_EQ(read_file(dir_ + "/prober.out").data, "");
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 1);
+  EXPECT_FALSE(start("echo back").empty());
+}
+
 TEST_F(RestartTest, KillNineThenRestart) {
   std::string a = start("sleep 30");
   std::string b = start("while [ ! -e '" + dir_ + "/go' ]; do sleep 0.05; done; exit 5");
