@@ -91,7 +91,7 @@ class EventsHandle : public FollowedReadHandle {
  public:
   EventsHandle(Filesystem& fs, const sup::CommandStatus& st, bool follow, std::optional<std::string> since)
       : FollowedReadHandle(fs, st, follow), since_(std::move(since)), secrets_(fs.sup().secrets(st.bg_id)) {
-    for (const auto& s : secrets_) reach_ = std::max(reach_, s.size() - 1);
+    reach_ = sup::secret_reach(secrets_);
   }
 
  protected:
@@ -119,7 +119,7 @@ class EventsHandle : public FollowedReadHandle {
     if (!index_.is_open() || finished_) return false;
     if (ended) return true;
     const sup::LogChunk* c = pos_ < index_.end() ? index_.chunk(pos_) : nullptr;
-    return c && !held(*c, pos_);
+    return c && !held(pos_);
   }
 
  private:
@@ -208,15 +208,7 @@ class EventsHandle : public FollowedReadHandle {
   /// Whether chunk `n` holds some of the last bytes of its stream that may
   /// begin a secret the command is writing in pieces: while it runs, its
   /// event (and those after it) waits for the rest.
-  bool held(const sup::LogChunk& c, std::uint64_t n) const {
-    if (secrets_.empty() || (c.stream != sup::LogStream::out && c.stream != sup::LogStream::err)) return false;
-    const std::uint64_t b = index_.position(n, selection(c.stream)) + c.length, end = index_.stream_size(c.stream);
-    if (end >= b + reach_) return false;
-    const std::uint64_t lo = std::max(end - std::min<std::uint64_t>(end, reach_), floor_of(c.stream, end));
-    std::string last;
-    if (index_.read_stream(c.stream, lo, static_cast<std::size_t>(end - lo), &last) != 0) return false;
-    return b > end - sup::secret_start_at_end(last, secrets_);
-  }
+  bool held(std::uint64_t n) const { return sup::chunk_held(index_, n, secrets_); }
 
   /// Stream bytes [lo, hi) masked, read with `reach_` around them.
   /// False when the log does not hold them all yet.
@@ -351,7 +343,7 @@ class EventsHandle : public FollowedReadHandle {
         ++pos_;
         return true;
       }
-      if (!ended && held(*c, pos_)) return false;
+      if (!ended && held(pos_)) return false;
       const std::uint64_t a = index_.position(pos_, selection(c->stream)), b = a + c->length;
       // The start of a character whose rest log_max dropped is shown as it is.
       const bool cut = gap_in(c->stream) && b == index_.head_size(selection(c->stream));

@@ -238,12 +238,10 @@ std::string Filesystem::log_tail(const sup::CommandStatus& st, std::size_t bytes
   // still recognised and masked; those cut by a gap are masked there.
   const std::string dir = st.log_file.substr(0, st.log_file.rfind('/'));
   const std::vector<std::string> secrets = sup_.secrets(st.bg_id);
-  std::size_t widen = 1024;
-  for (const std::string& s : secrets) widen = std::max(widen, s.size());
-  if (std::optional<std::string> end =
-          sup::log_view_end(dir, sup::LogSelection::all, bytes + widen, secrets, sup::LogView::Masking::cut_parts)) {
-    // A running command's last bytes that may begin a secret wait for the rest.
-    if (st.running) end->resize(end->size() - sup::secret_start_at_end(*end, secrets));
+  const std::size_t widen = std::max<std::size_t>(1024, sup::secret_reach(secrets) + 1);
+  // A running command's last bytes that may begin a secret wait for the rest.
+  if (std::optional<std::string> end = sup::log_view_end(dir, sup::LogSelection::all, bytes + widen, secrets,
+                                                         st.running, sup::LogView::Masking::cut_parts)) {
     return std::string(sup::utf8_tail(sup::mask_secrets_end(*end, secrets, bytes), bytes));
   }
   const int fd = ::open(st.log_file.c_str(), O_RDONLY | O_CLOEXEC);

@@ -42,7 +42,7 @@ class LogHandle : public Handle {
   /// second name of the log.
   LogHandle(std::string path, bool stream, sup::UniqueFd fd, int open_err, std::vector<std::string> secrets)
       : path_(std::move(path)), stream_(stream), open_err_(open_err), secrets_(std::move(secrets)) {
-    for (const auto& s : secrets_) reach_ = std::max(reach_, s.size() - 1);
+    reach_ = sup::secret_reach(secrets_);
     if (fd) src_ = make_source(std::move(fd));
   }
 

@@ -80,7 +80,8 @@ std::optional<Stream> read_end_indexed(const std::string& path, std::size_t cap,
   Stream s;
   bool gap = false;
   // Whole secrets are masked by the caller ("****"); those cut by a gap here.
-  std::optional<std::string> end = sup::log_view_end(path.substr(0, slash), which, cap, secrets,
+  // (A running command's last bytes that may begin a secret: held back by the caller, for every record.)
+  std::optional<std::string> end = sup::log_view_end(path.substr(0, slash), which, cap, secrets, false,
                                                      sup::LogView::Masking::cut_parts, &s.size, &gap);
   if (!end) return std::nullopt;
   s.bytes = std::move(*end);
@@ -130,8 +131,7 @@ class OutputHandle : public BlockingReadHandle {
     // Read wider by the longest secret, so that one the cap cuts is still
     // found; mask_secrets_end cuts to the cap and shows what of it is
     // left as "****".
-    std::size_t widen = 0;
-    for (const std::string& s : secrets) widen = std::max(widen, s.size());
+    const std::size_t widen = secrets.empty() ? 0 : sup::secret_reach(secrets) + 1;
     const std::size_t read_cap = cap > SIZE_MAX - widen ? SIZE_MAX : cap + widen;
     Stream out = read_end(st.stdout_file, read_cap, secrets);
     Stream err = read_end(st.stderr_file, read_cap, secrets);

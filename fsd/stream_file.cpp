@@ -63,9 +63,11 @@ class StreamHandle : public FollowedReadHandle {
     if (raw_) return ::fstat(raw_.get(), st) == 0;
     if (!index_.is_open() || ::fstat(index_.log_fd(), st) != 0) return false;
     if (timestamps_) {
-      // Its own length, counted on as the log grows: `tail -f` and `wc -c` go by it.
+      // Its own length, counted on as the log grows: `tail -f` and `wc -c` go
+      // by it (not past what a read is not given yet).
+      const std::optional<sup::CommandStatus> now = fs_.sup().status(id_, sup::CpuFigure::skip);
       Stamped count{nullptr, counted_};
-      advance(count_, count, [] { return true; });
+      advance(count_, count, [] { return true; }, now && now->running);
       counted_ = count.length;
       st->st_size = static_cast<off_t>(counted_);
     } else {
@@ -82,7 +84,8 @@ class StreamHandle : public FollowedReadHandle {
     const auto at = static_cast<std::uint64_t>(off);
     if (!ended && !raw_ && !timestamps_ && index_.is_open()) {
       // What may be the beginning of a secret the command is writing in
-      // pieces waits for the rest (a follower is answered when it comes).
+      // pieces waits for the rest (a follower is answered when it comes);
+      // the timestamped text is made without it (stamped()).
       const std::uint64_t shown = view_.size(index_) - view_.held(index_);
       if (at >= shown) return Reply::data({});
       size = static_cast<std::size_t>(std::min<std::uint64_t>(size, shown - at));
@@ -94,7 +97,7 @@ class StreamHandle : public FollowedReadHandle {
     }
     if (!index_.is_open()) return Reply::data({});
     if (timestamps_) {
-      if (int err = stamped(at, size, &out)) return failure(err);
+      if (int err = stamped(at, size, !ended, &out)) return failure(err);
       return Reply::data(std::move(out));
     }
     // Nothing to mask and the whole read in a few places of one file (a
@@ -127,7 +130,9 @@ class StreamHandle : public FollowedReadHandle {
       return ::fstat(raw_.get(), &st) == 0 && at < static_cast<std::uint64_t>(st.st_size);
     }
     if (!index_.is_open()) return false;
-    if (timestamps_) return at < text_base_ + text_.size() || read_.next_no < index_.end();
+    if (timestamps_)
+      return at < text_base_ + text_.size() ||
+             (read_.next_no < index_.end() && (ended || !sup::chunk_held(index_, read_.next_no, secrets_)));
     return at < view_.size(index_) - (ended ? 0 : view_.held(index_));
   }
 
@@ -192,9 +197,7 @@ class StreamHandle : public FollowedReadHandle {
   /// The record's secrets now (the mount's and its request's), and a view that masks them.
   void take_secrets() {
     secrets_ = fs_.sup().secrets(id_);
-    reach_ = 0;
-    for (const auto& s : secrets_)
-      if (!s.empty()) reach_ = std::max(reach_, s.size() - 1);
+    reach_ = sup::secret_reach(secrets_);
     view_ = sup::LogView(sel_, secrets_);
   }
 
@@ -291,9 +294,10 @@ class StreamHandle : public FollowedReadHandle {
     }
   }
 
-  /// Stamps the chunks after `s` into `out` while `more()` and they are known.
+  /// Stamps the chunks after `s` into `out` while `more()` and they are
+  /// known; with `hold`, not from one that may begin a secret (chunk_held).
   template <class More>
-  void advance(StampState& s, Stamped& out, More more) {
+  void advance(StampState& s, Stamped& out, More more, bool hold) {
     while (more() && s.next_no < index_.end()) {
       const sup::LogChunk* c = index_.chunk(s.next_no);
       if (!c) {
@@ -315,6 +319,7 @@ class StreamHandle : public FollowedReadHandle {
         ++s.next_no;
         continue;
       }
+      if (hold && sup::chunk_held(index_, s.next_no, secrets_)) break;
       const std::uint64_t at = index_.position(s.next_no, sel_), to = at + c->length;
       const bool before_gap = index_.tail_begun() && to == index_.head_size(sel_) && index_.kept_start(sel_) > to;
       std::string bytes;
@@ -328,7 +333,7 @@ class StreamHandle : public FollowedReadHandle {
 
   /// The timestamped text at [off, off+size), generated from the chunks
   /// (again from the start when a reader goes back).
-  int stamped(std::uint64_t off, std::size_t size, std::string* out) {
+  int stamped(std::uint64_t off, std::size_t size, bool hold, std::string* out) {
     out->clear();
     if (off < text_base_) {
       text_.clear();
@@ -344,7 +349,7 @@ class StreamHandle : public FollowedReadHandle {
         text_base_ += drop;
       }
       return text_base_ + text_.size() < off + size;
-    });
+    }, hold);
     if (off >= text_base_ && off < text_base_ + text_.size())
       *out = text_.substr(static_cast<std::size_t>(off - text_base_), size);
     return 0;

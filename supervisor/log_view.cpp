@@ -33,20 +33,23 @@ void mask_secret_starts(std::string& b, const std::vector<std::string>& secrets)
       }
 }
 
-/// The number of the kept chunk that holds byte `pos` of the whole log.
-std::uint64_t chunk_holding(const LogIndex& index, std::uint64_t pos) {
+/// The number of the kept chunk that holds byte `pos` of `sel` (the last
+/// chunk that begins at or before it: of a stream's selection, its own).
+std::uint64_t chunk_holding(const LogIndex& index, LogSelection sel, std::uint64_t pos) {
   std::uint64_t a = 0, b = index.head_chunks();
-  if (pos >= index.head_size(LogSelection::all)) {
+  if (pos >= index.head_size(sel)) {
     a = index.kept_from();
     b = index.end();
   }
   while (b - a > 1) {
     const std::uint64_t mid = a + (b - a) / 2;
-    if (index.position(mid, LogSelection::all) <= pos) a = mid;
+    if (index.position(mid, sel) <= pos) a = mid;
     else b = mid;
   }
   return a;
 }
+
+LogSelection selection_of(LogStream s) { return s == LogStream::err ? LogSelection::err : LogSelection::out; }
 
 }  // namespace
 
@@ -66,7 +69,7 @@ std::string log_marker_line(std::uint64_t log_max) {
 LogView::LogView(LogSelection sel, std::vector<std::string> secrets, Masking masking)
     : sel_(sel), masking_(masking), secrets_(std::move(secrets)) {
   std::erase_if(secrets_, [](const std::string& s) { return s.empty(); });
-  for (const auto& s : secrets_) reach_ = std::max(reach_, s.size() - 1);
+  reach_ = secret_reach(secrets_);
   pieces_.push_back(Piece{});
 }
 
@@ -116,10 +119,42 @@ std::uint64_t LogView::held(const LogIndex& index) const {
   const Piece& last = pieces_.back();
   const std::uint64_t end = index.size(sel_);
   if (!last.marker.empty() || end <= last.pos) return 0;
-  const std::uint64_t from = end - std::min<std::uint64_t>(reach_, end - last.pos);
-  std::string bytes;
-  if (index.read(sel_, from, static_cast<std::size_t>(end - from), &bytes) != 0) return 0;
-  return secret_start_at_end(bytes, secrets_);
+  // Before the last gap a secret's cut beginning is masked (settle()).
+  return end - std::max(hold_from(index, sel_, secrets_), last.pos);
+}
+
+std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<std::string>& secrets) {
+  const std::uint64_t end = index.stream_size(s);
+  const LogSelection sel = selection_of(s);
+  std::uint64_t lo = end - std::min<std::uint64_t>(end, secret_reach(secrets));
+  // Not back across what log_max dropped: a beginning cut by the gap is masked there.
+  if (index.tail_begun() && end >= index.kept_start(sel)) lo = std::max(lo, index.kept_start(sel));
+  std::string last;
+  if (lo == end || index.read(sel, lo, static_cast<std::size_t>(end - lo), &last) != 0) return end;
+  return end - secret_start_at_end(last, secrets);
+}
+
+bool chunk_held(const LogIndex& index, std::uint64_t n, const std::vector<std::string>& secrets) {
+  const LogChunk* c = index.chunk(n);
+  if (secrets.empty() || c == nullptr || (c->stream != LogStream::out && c->stream != LogStream::err)) return false;
+  const std::uint64_t b = index.position(n, selection_of(c->stream)) + c->length;
+  if (index.stream_size(c->stream) >= b + secret_reach(secrets)) return false;  // (a cheap look first)
+  return b > stream_hold(index, c->stream, secrets);
+}
+
+std::uint64_t hold_from(const LogIndex& index, LogSelection sel, const std::vector<std::string>& secrets) {
+  if (sel == LogSelection::out) return stream_hold(index, LogStream::out, secrets);
+  if (sel == LogSelection::err) return stream_hold(index, LogStream::err, secrets);
+  std::uint64_t from = index.size(LogSelection::all);
+  for (const LogStream s : {LogStream::out, LogStream::err}) {
+    const std::uint64_t p = stream_hold(index, s, secrets);
+    if (p == index.stream_size(s)) continue;
+    // Where that stream byte is in the log.
+    const LogSelection own = selection_of(s);
+    const std::uint64_t n = chunk_holding(index, own, p);
+    from = std::min(from, index.position(n, LogSelection::all) + (p - index.position(n, own)));
+  }
+  return from;
 }
 
 int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, std::string* out) {
@@ -171,8 +206,7 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
 
 std::vector<bool> secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::size_t n,
                                      const std::vector<std::string>& secrets) {
-  std::size_t reach = 0;
-  for (const std::string& s : secrets) reach = std::max(reach, s.size() > 0 ? s.size() - 1 : 0);
+  const std::size_t reach = secret_reach(secrets);
   // Where each stream's chunks lie in [lo, hi) of the log, and where in
   // their own stream: a secret one stream wrote in pieces may have the
   // other's output between them here.
@@ -181,7 +215,7 @@ std::vector<bool> secrets_of_streams(const LogIndex& index, std::uint64_t lo, st
   };
   std::vector<Run> runs[2];
   const std::uint64_t hi = lo + n;
-  for (std::uint64_t c_n = chunk_holding(index, lo); c_n < index.end(); ++c_n) {
+  for (std::uint64_t c_n = chunk_holding(index, LogSelection::all, lo); c_n < index.end(); ++c_n) {
     if (c_n >= index.head_chunks() && c_n < index.kept_from()) c_n = index.kept_from();  // dropped ones
     const LogChunk* c = index.chunk(c_n);
     if (c == nullptr) break;
@@ -266,8 +300,8 @@ void LogView::served(std::uint64_t off, std::uint64_t n, int last) {
 }
 
 std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel, std::size_t bytes,
-                                        const std::vector<std::string>& secrets, LogView::Masking masking,
-                                        std::uint64_t* size, bool* gap) {
+                                        const std::vector<std::string>& secrets, bool running,
+                                        LogView::Masking masking, std::uint64_t* size, bool* gap) {
   LogIndex index;
   if (index.open(dir) != 0) return std::nullopt;
   LogView view(sel, secrets, masking);
@@ -276,7 +310,7 @@ std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel
   // A rotation between the look and the read drops what was to be read: look again.
   for (int attempt = 0; attempt < 3; ++attempt) {
     view.settle(index);
-    s = view.size(index);
+    s = view.size(index) - (running ? view.held(index) : 0);
     const std::uint64_t from = s > bytes ? s - bytes : 0;
     if (view.read(index, from, static_cast<std::size_t>(s - from), &out) != ENODATA) break;
     out.clear();

@@ -40,8 +40,8 @@ class LogView {
   /// The view's size now (after settle()).
   std::uint64_t size(const LogIndex& index) const;
   /// How many of the view's last bytes are held back from a reader while
-  /// the command runs: the beginning of a secret it may be writing in
-  /// pieces (secret_start_at_end), shown once it writes on or ends.
+  /// the command runs: from the beginning of a secret it may be writing in
+  /// pieces (hold_from), shown once it writes on or ends.
   std::uint64_t held(const LogIndex& index) const;
   /// Whether the view has a marker (output was dropped from it).
   bool has_gap() const { return pieces_.size() > 1; }
@@ -84,6 +84,20 @@ class LogView {
   int last_ = '\n';           // the last of them (-1: not known)
 };
 
+/// Where the last bytes of stream `s` begin that may be the beginning of a
+/// secret the command is writing in pieces (secret_start_at_end), as a
+/// position in that stream; its size when there are none. While the
+/// command runs a reader is not given them until more comes or it ends.
+std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<std::string>& secrets);
+/// Whether kept chunk `n` reaches into those last bytes of its stream: a
+/// running command's reader is not given it (nor, in the whole log, what
+/// follows it) yet.
+bool chunk_held(const LogIndex& index, std::uint64_t n, const std::vector<std::string>& secrets);
+/// The same as a position in `sel`: for the whole log, the first such byte
+/// of either stream, so that what the other stream wrote after it waits
+/// too (given, it would show that beginning in the log).
+std::uint64_t hold_from(const LogIndex& index, LogSelection sel, const std::vector<std::string>& secrets);
+
 /// Of the `n` bytes [lo, lo+n) of the whole log, those that belong to
 /// secrets that one stream wrote in pieces with the other stream's output
 /// between them, which the log's own bytes do not show whole (each
@@ -100,11 +114,12 @@ void mask_covered(std::string& bytes, const std::vector<bool>& covered, std::siz
 void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap);
 
 /// The last `bytes` bytes of the view of `sel` of the record in DIR as a
-/// new reader sees it, masked as `masking` says; `size` gets the view's
-/// size and `gap` whether output was dropped from it. Nullopt without an
-/// index (an older build's record).
+/// new reader sees it, masked as `masking` says, without what a running
+/// command's reader is not given yet (`running`: LogView::held); `size`
+/// gets the view's size and `gap` whether output was dropped from it.
+/// Nullopt without an index (an older build's record).
 std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel, std::size_t bytes,
-                                        const std::vector<std::string>& secrets,
+                                        const std::vector<std::string>& secrets, bool running,
                                         LogView::Masking masking = LogView::Masking::bytes,
                                         std::uint64_t* size = nullptr, bool* gap = nullptr);
 

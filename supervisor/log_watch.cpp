@@ -12,6 +12,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "supervisor/log_view.hpp"
 #include "supervisor/log_watch_filter.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/unique_fd.hpp"
@@ -63,6 +64,9 @@ struct LogWatch::Entry {
 struct LogWatch::Fired {
   const std::vector<std::string>& secrets;
   std::vector<std::pair<std::shared_ptr<Entry>, ReadyMatch>> hits;
+  // A line that ends here is unfinished (a prompt, searched before its
+  // newline): its last bytes may be the beginning of a secret being written.
+  const char* open_end = nullptr;
 };
 
 /// Conditions searched together over the same lines: an RE2::Set finds
@@ -140,6 +144,7 @@ struct LogWatch::Group {
           if (!fired->secrets.empty()) {
             masked.assign(line);
             mask_secrets_in_place(masked, fired->secrets);
+            if (line.data() + line.size() == fired->open_end) mask_secret_parts(masked, fired->secrets, false, true);
             shown = masked;
           }
           rm.text = cut(shown, kMaxMatchText);
@@ -287,7 +292,9 @@ struct LogWatch::Scanner {
       p.assign(data.substr(last_nl + 1));
     }
     if (p.size() > kMaxLine) {
+      fired->open_end = p.data() + p.size();
       search(s, p, cursor, time_us, fired);
+      fired->open_end = nullptr;
       p.clear();
     }
     last_chunk[s] = chunk;
@@ -299,8 +306,11 @@ struct LogWatch::Scanner {
   void tails(bool at_end, const std::function<std::string(std::size_t)>& cursor_of, Fired* fired) {
     for (int s = 0; s < 2; ++s) {
       if (partial[s].empty() || !(fresh[s] || at_end)) continue;
-      if (at_end || partial[s].size() <= kMaxPromptBytes)
+      if (at_end || partial[s].size() <= kMaxPromptBytes) {
+        if (!at_end) fired->open_end = partial[s].data() + partial[s].size();
         search(s, partial[s], cursor_of(last_chunk[s]), last_time[s], fired);
+        fired->open_end = nullptr;
+      }
       fresh[s] = false;
     }
   }

@@ -77,6 +77,12 @@ void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& s
     if (covered[i]) bytes[i] = '*';
 }
 
+std::size_t secret_reach(const std::vector<std::string>& secrets) {
+  std::size_t longest = 0;
+  for (const std::string& s : secrets) longest = std::max(longest, s.size());
+  return longest > 0 ? longest - 1 : 0;
+}
+
 std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::string>& secrets) {
   // Bytes a whole secret covers are masked, whatever follows: never held
   // (cut off, a secret whose end repeats its beginning would show unmasked).

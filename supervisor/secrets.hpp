@@ -34,6 +34,10 @@ std::string mask_secrets_in_json(std::string_view text, const std::vector<std::s
 /// that much on each side and keep the middle.
 void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& secrets);
 
+/// The longest secret's length less one (0 without secrets): how far a
+/// window of output is widened on each side to recognise one it cuts.
+std::size_t secret_reach(const std::vector<std::string>& secrets);
+
 /// How many of the last bytes of `bytes` are the beginning of a secret
 /// (the longest such end, shorter than the secret, that no whole secret
 /// covers): output that may yet become a secret once the command writes

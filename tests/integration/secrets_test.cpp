@@ -107,6 +107,38 @@ TEST_F(SecretsTest, TheBeginningOfASecretWaitsForItsRestWhileTheCommandRuns) {
   EXPECT_EQ(file("procs/" + id + "/log"), "pre *************** post\n");
 }
 
+// The same when the other stream writes after the beginning: in the log
+// that output waits behind it; and in the timestamped views, the tail, and
+// a readiness match on the unfinished line.
+TEST_F(SecretsTest, TheBeginningOfASecretWaitsAlsoBehindTheOtherStreamAndWithTimes) {
+  const std::string id =
+      start(R"({"cmd": "printf 'pre alphaTok'; while [ ! -e \"$T/then\" ]; do sleep 0.02; done; echo other >&2; )"
+            R"(while [ ! -e \"$T/go\" ]; do sleep 0.02; done; printf 'enValue post\n'",)"
+            R"( "secretEnv": {"ATOK": "alphaTokenValue"}})");
+  ASSERT_FALSE(id.empty());
+  const std::string state_log = state_ + "/procs/" + id + "/log";
+  ASSERT_TRUE(wait_until([&] { return read_file(state_log).data == "pre alphaTok"; }, 10s));
+  ASSERT_EQ(write_file(dir_ + "/then", "", O_WRONLY | O_CREAT), 0);
+  ASSERT_TRUE(wait_until([&] { return read_file(state_log).data == "pre alphaTokother\n"; }, 10s));
+  const pid_t follower = spawn_bg("exec cat \"$MNT/procs/" + id + "/log,timestamps,follow\"", dir_ + "/followed");
+  ASSERT_GT(follower, 0);
+  EXPECT_EQ(file("procs/" + id + "/log"), "pre ");
+  EXPECT_EQ(file("procs/" + id + "/tail"), "pre ");
+  EXPECT_EQ(parse_json(file("procs/" + id + "/status.json,tailBytes=100"))["logTail"], "pre ");
+  EXPECT_EQ(file("procs/" + id + "/stderr"), "other\n");
+  for (const std::string view : {"log,timestamps", "stdout,timestamps"})
+    EXPECT_EQ(file("procs/" + id + "/" + view).find("alpha"), std::string::npos) << view;
+  const json own = parse_json(file("procs/" + id + "/ready,readyLog=^pre"));
+  EXPECT_EQ(own["matched"]["text"], "pre ********") << own.dump();
+  ASSERT_TRUE(wait_until([&] { return blocked_in_fuse(follower); }, 10s));
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  EXPECT_EQ(wait_bg(follower, 10s), std::optional<int>(0));
+  const std::string followed = read_file(dir_ + "/followed").data;
+  EXPECT_EQ(followed.find("alpha"), std::string::npos) << followed;
+  EXPECT_NE(followed.find(" pre ********other\n"), std::string::npos) << followed;
+  EXPECT_EQ(file("procs/" + id + "/log"), "pre ********other\n******* post\n");
+}
+
 TEST_F(SecretsTest, LogViewsMaskSecretsAtEveryOffset) {
   const std::string secret = "hunter2-Very-Secret";
   // The secret reaches the log in two writes, with a pause between them.

@@ -127,7 +127,7 @@ TEST_F(LogTailTest, HeadThenAMarkerThenWhatWasKept) {
   EXPECT_EQ(whole(idx, all), "head1\ne\n" + kMarker + "kept1\nerr2\nlast\n");
   EXPECT_EQ(whole(idx, out), "head1\n" + kMarker + "kept1\nlast\n");
   EXPECT_EQ(whole(idx, err), "e\nerr2\n") << "stderr lost nothing: no marker";
-  EXPECT_EQ(sup::log_view_end(tmp_.path(), LogSelection::all, 10, {}).value_or("?"), "err2\nlast\n");
+  EXPECT_EQ(sup::log_view_end(tmp_.path(), LogSelection::all, 10, {}, false).value_or("?"), "err2\nlast\n");
 }
 
 TEST_F(LogTailTest, AnOlderBuildsSegmentsAreRead) {
@@ -267,7 +267,7 @@ TEST_F(LogTailTest, SecretsCutByTheGapAreMaskedOnBothSides) {
   ASSERT_EQ(idx.open(tmp_.path()), 0);
   LogView v(LogSelection::all, {"hunter2"});
   EXPECT_EQ(whole(idx, v), "token ***\n" + kMarker + "**** and ******* again");
-  EXPECT_EQ(sup::log_view_end(tmp_.path(), LogSelection::all, 13, {"hunter2"}), "******* again");
+  EXPECT_EQ(sup::log_view_end(tmp_.path(), LogSelection::all, 13, {"hunter2"}, false), "******* again");
 }
 
 TEST_F(LogTailTest, NoTailNoMarker) {
