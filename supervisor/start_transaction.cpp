@@ -434,6 +434,11 @@ std::shared_ptr<Supervisor::Impl::Starting> Supervisor::Impl::start_take(std::ui
   auto it = starts.find(token);
   std::shared_ptr<Starting> s = std::move(it->second);
   starts.erase(it);
+  {
+    std::lock_guard g(mu);
+    if (closing) starts_left = starts.size();
+  }
+  starts_ended.notify_all();
   if (s->timer) loop->cancel_timer(s->timer);
   loop->unwatch(s->launch->report_fd());
   if (s->launch->job_fd() >= 0) loop->unwatch(s->launch->job_fd());
@@ -522,19 +527,37 @@ void Supervisor::cancel_starts() {
     std::lock_guard g(I.mu);
     I.closing = true;
   }
-  auto fail_all = [&I] {
+  // Those let go (the go sent: the command may have exec'd) only when the
+  // loop cannot run their outcome (called from it).
+  auto fail = [&I](bool let_go_too) {
     std::vector<std::uint64_t> tokens;
-    for (auto& [token, s] : I.starts) tokens.push_back(token);
+    for (auto& [token, s] : I.starts)
+      if (let_go_too || !s->let_go) tokens.push_back(token);
     for (std::uint64_t t : tokens) I.start_fail(t, shutting_down_error());
+    std::lock_guard g(I.mu);
+    I.starts_left = I.starts.size();
   };
-  if (I.loop->on_loop_thread()) return fail_all();
+  if (I.loop->on_loop_thread()) return fail(true);
+  auto on_loop = [&I, &fail](bool let_go_too) {
+    std::promise<void> done;
+    I.loop->post([&] {
+      fail(let_go_too);
+      done.set_value();
+    });
+    done.get_future().wait();
+  };
   // A start handed to the loop after this task fails in start_begin.
-  std::promise<void> done;
-  I.loop->post([&] {
-    fail_all();
-    done.set_value();
-  });
-  done.get_future().wait();
+  on_loop(false);
+  // The rest end with their report, or their start timer (a second more for its task).
+  bool ended = false;
+  {
+    std::unique_lock l(I.mu);
+    ended = I.starts_ended.wait_for(l, I.opts.start_timeout + std::chrono::seconds(1),
+                                    [&I] { return I.starts_left == 0; });
+  }
+  // Run after the last start's task (its `done` may still be running as
+  // starts_left drops): once it runs, no `done` runs any more.
+  on_loop(!ended);
 }
 
 }  // namespace sup

@@ -131,9 +131,12 @@ class Supervisor {
                    StartPublished published = {});
   /// start_async, waiting for the outcome. Not from the event thread (busy).
   Result<CommandStatus> start(const StartSpec& spec, StartMode mode = StartMode::new_only);
-  /// Fails every start under way with io_error (as a stop would) and
-  /// returns once their `done` calls have returned; later starts fail at
-  /// once. For shutdown: after it no `done` runs.
+  /// Fails every start under way whose command was not let go to exec yet
+  /// with io_error (nothing runs), waits for the outcome of the others
+  /// (their monitor's report, or start_timeout: a command let go may have
+  /// run, and is not to be told it did not), and returns once every
+  /// `done` call has returned; later starts fail at once. For shutdown:
+  /// after it no `done` runs.
   void cancel_starts();
   /// Makes an empty named slot (`mkdir procs/NAME`).
   Result<CommandStatus> create_slot(const std::string& name, uid_t owner_uid, pid_t owner_sid);

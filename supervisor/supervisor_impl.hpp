@@ -89,6 +89,8 @@ struct Supervisor::Impl {
   std::map<std::uint64_t, std::shared_ptr<Starting>> starts;  // loop thread only
   std::uint64_t next_start = 1;                     // guarded by mu
   bool closing = false;                             // cancel_starts() ran; guarded by mu
+  std::size_t starts_left = 0;                      // closing: starts under way (loop thread sets, under mu)
+  std::condition_variable starts_ended;             // closing: one more start has ended
   std::vector<std::string> never_let_go;           // set by the load, then read only (starts_never_let_go)
 
   // Cgroup tracking: where new commands' cgroups go (none: process trees), and why not.

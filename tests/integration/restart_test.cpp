@@ -104,6 +104,35 @@ TEST_F(RestartTest, TheBareFolderNeverAnswersAcrossRestarts) {
   EXPECT_FALSE(start("echo back").empty());
 }
 
+// A daemon told to stop while a start's command has been let go to exec
+// (its execve held here for 2 s) waits for that start's outcome: the
+// writer is told it started, and the record says it ran, not "EIO,
+// nothing was started" for a command that was running.
+TEST_F(RestartTest, AStopOfTheDaemonLetsAStartUnderWayFinish) {
+  const auto server = run("pgrep -P " + std::to_string(daemon_pid()) + " -f sbxfs-monitor");
+  const std::string server_pid = server.out.substr(0, server.out.find('\n'));
+  ASSERT_FALSE(server_pid.empty()) << server.err;
+  std::string why;
+  const pid_t tracer =
+      trace(std::stoi(server_pid), "-e trace=execve -e inject=execve:delay_enter=2000000 -o /dev/null", why);
+  if (tracer < 0) GTEST_SKIP() << "strace cannot trace the monitor server here: " << why;
+  const pid_t writer = spawn_bg("exec 3<>\"$MNT/cmd\"; echo 'echo ran > \"$T/ran\"' >&3; echo \"w=$?\"",
+                                dir_ + "/writer.out");
+  ASSERT_GT(writer, 0);
+  // Published before it is let go: listed, and its execve held.
+  ASSERT_TRUE(wait_until([&] { return procs().size() == 1; }, 10s));
+  const std::string id = procs()[0];
+  ASSERT_EQ(kill_daemon(SIGTERM), 0);
+  EXPECT_EQ(wait_bg(writer, 10s), std::optional<int>(0));
+  EXPECT_EQ(read_file(dir_ + "/writer.out").data, "w=0\n");
+  ::kill(tracer, SIGKILL);
+  wait_bg(tracer, 5s);
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  const json w = wait_json(id);
+  EXPECT_EQ(w["proc"]["exitCode"], 0) << w.dump();
+  EXPECT_EQ(read_file(dir_ + "/ran").data, "ran\n");
+}
+
 TEST_F(RestartTest, KillNineThenRestart) {
   std::string a = start("sleep 30");
   std::string b = start("while [ ! -e '" + dir_ + "/go' ]; do sleep 0.05; done; exit 5");
