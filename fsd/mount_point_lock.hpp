@@ -4,7 +4,8 @@
 // mount (the lower one then hidden, its records out of reach). The lock is
 // flock(2) on the folder that holds the mount point (the mount point itself
 // cannot be opened while a dead daemon's mount is on it, and that mount
-// stays until the new one is made), held from before the check until the
+// stays until the new one is made; where its user may not read that
+// folder, the mount point), held from before the check until the
 // mount is made; a daemon that takes it after another mounted there finds
 // the live sbxfs in its check.
 #include <chrono>
