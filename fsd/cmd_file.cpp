@@ -20,9 +20,12 @@
 // to 0). A rejected request also goes to `errors`. The next write on the file
 // starts a new request; one of blanks alone is taken and ignored, and one
 // that repeats the refused bytes is refused again: the whole request (a
-// buffered writer's retry), or the rest of a write(2) the kernel split
-// whose later part was refused (the writer got a short count and writes
-// the rest again from where that part began: never a command of its own).
+// buffered writer's retry) refused for what no time changes (EINVAL, E2BIG,
+// ENAMETOOLONG), or the rest of a write(2) the kernel split whose later
+// part was refused (the writer got a short count and writes the rest again
+// from where that part began: never a command of its own). The whole
+// request refused for what may pass (EBUSY, EEXIST, EAGAIN...) is a request
+// again; the same refusal of it adds no second line to `errors`.
 //
 // A start holds no FUSE thread: the request (write, flush or read) that
 // completes it is parked and answered from the supervisor's event thread
@@ -49,6 +52,7 @@
 #include "fsd/files.hpp"
 #include "fsd/open_elsewhere.hpp"
 #include "fsd/opener_process.hpp"
+#include "fsd/refusal_memory.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/utf8.hpp"
 
@@ -98,11 +102,14 @@ class CmdHandle : public Handle {
         return Reply::written(data.size());
       }
       // The rejected bytes again (Python's buffered writer retries them at
-      // close), or the rest of a write(2) the kernel split and whose last
-      // part was refused (the writer got the first parts' count and writes
-      // the rest again, from where the refused part began): the same
-      // answer, no second line in `errors`, and never a request of its own.
-      if (rejected_error_ && (data == rejected_ || refused_rest(data, off))) return Reply::fail(*rejected_error_);
+      // close), refused for what no time changes, or the rest of a write(2)
+      // the kernel split and whose last part was refused (the writer got
+      // the first parts' count and writes the rest again, from where the
+      // refused part began): the same answer, no second line in `errors`,
+      // and never a request of its own. Bytes refused for what may pass
+      // (a running slot, a name in use, a limit) are a request again.
+      if (rejected_error_ && ((data == rejected_ && lasting(rejected_error_->code)) || refused_rest(data, off)))
+        return Reply::fail(*rejected_error_);
       // (A part kept without its refusal's errno: the start was called off.)
       if (!rejected_error_ && refused_rest(data, off)) {
         fs_.errors().add(path(), ECANCELED,
@@ -167,6 +174,12 @@ class CmdHandle : public Handle {
   }
 
  private:
+  /// Whether a refusal for `code` holds for the same bytes whenever they
+  /// come: they are malformed or too large, whatever the time and the box.
+  static bool lasting(sup::Errc code) {
+    return code == sup::Errc::invalid_argument || code == sup::Errc::too_big || code == sup::Errc::name_too_long;
+  }
+
   static bool is_blank(std::string_view s) {
     return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
   }
@@ -292,6 +305,7 @@ class CmdHandle : public Handle {
       if (!st) {
         refused = finish_rejected(st.error(), err_at, &who);
       } else {
+        refusals_.forget();
         fs_.node_of(*st, Kind::record_dir);  // learn its serial now
         if (!step_written_) fs_.note_action("start", st->cmd_full, st->bg_id, &*st);  // queued: never let go yet
         finish(st->bg_id + "\n", ok_at);
@@ -319,11 +333,14 @@ class CmdHandle : public Handle {
     // However the request's JSON escapes spell a secret, it is found.
     const std::string request = sup::mask_secrets_in_json(buf_, secrets);
     std::string rejected = buf_;
-    const std::string shown =
-        fs_.errors().add(path(), refused.code, sup::mask_secrets(refused.message, secrets), request, slot_);
-    if (who && step_written_) fs_.note_start_failed(started_id_, refused.code, shown);
-    else if (who) fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown, *who, secrets);
-    finish(std::string("error: ") + errno_name(refused.code) + ": " + shown + "\n", at);
+    // The same request refused again for the same reason (tried anew after
+    // a refusal that may pass, and it did not): one line, one step.
+    const RefusalMemory::Shown shown = refusals_.add(
+        fs_.errors(), path(), refused.code, sup::mask_secrets(refused.message, secrets), request, slot_, rejected);
+    if (who && step_written_) fs_.note_start_failed(started_id_, refused.code, shown.reason);
+    else if (who && !shown.repeated)
+      fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown.reason, *who, secrets);
+    finish(std::string("error: ") + errno_name(refused.code) + ": " + shown.reason + "\n", at);
     if (refused.code == sup::Errc::interrupted) {
       // Called off by a signal. Written again whole (a writer retries an
       // interrupted write: Python, dd), it starts anew, not the same EINTR
@@ -383,6 +400,7 @@ class CmdHandle : public Handle {
   std::string answer_;          // guarded by mu_: "<bgId>\n" or "error: ...\n"
   std::string rejected_;        // guarded by mu_: the bytes of the request last refused
   std::optional<sup::Error> rejected_error_;  // guarded by mu_: why it was refused; none after a start
+  RefusalMemory refusals_;  // the last refusal's line in `errors`, until a start
   /// A later WRITE of a request that earlier WRITEs began: its file offset and first bytes.
   struct Part {
     off_t off;

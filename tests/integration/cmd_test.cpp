@@ -258,6 +258,50 @@ print(a, b)
   EXPECT_EQ(log(names[1]), "two\n");
 }
 
+TEST_F(CmdTest, RefusedBytesWrittenAgainAreARequestWhenTheRefusalMayPass) {
+  // EBUSY (the slot runs) and EEXIST (the name is taken) pass with time: the
+  // same bytes written again on the same open file are a request again,
+  // refused again while the cause lasts (with no second line in errors),
+  // started once it is gone. EINVAL never passes: the same errno at once.
+  ASSERT_EQ(mkdir_errno(p("procs/slotb")), 0);
+  ASSERT_EQ(write_file(p("procs/slotb/cmd"), "sleep 30\n"), 0);
+  ASSERT_EQ(mkdir_errno(p("procs/taken")), 0);
+  const std::size_t errors_before = errors().size();
+  auto r = python(R"(
+import errno, os
+M = os.environ['MNT']
+def w(fd, data):
+    try:
+        os.write(fd, data)
+        return 'ok'
+    except OSError as e:
+        return errno.errorcode[e.errno]
+slot = os.open(M + '/procs/slotb/cmd', os.O_WRONLY)
+root = os.open(M + '/cmd', os.O_WRONLY)
+bad = os.open(M + '/cmd', os.O_WRONLY)
+named = b'{"cmd": "echo named", "name": "taken"}\n'
+out = [w(slot, b'echo rerun\n'), w(slot, b'echo rerun\n'), w(root, named), w(root, named), w(bad, b'{"cmd": 5}\n')]
+with open(M + '/procs/slotb/stop', 'w') as f:
+    f.write('x')
+os.rmdir(M + '/procs/taken')
+out += [w(slot, b'echo rerun\n'), w(root, named), w(bad, b'{"cmd": 5}\n')]
+for fd in (slot, root, bad):
+    os.close(fd)
+print(' '.join(out))
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "EBUSY EBUSY EEXIST EEXIST EINVAL ok ok EINVAL\n");
+  wait_ended("slotb");
+  EXPECT_EQ(log("slotb"), "rerun\n");
+  wait_ended("taken");
+  EXPECT_EQ(log("taken"), "named\n");
+  std::vector<json> errs = errors();
+  ASSERT_EQ(errs.size(), errors_before + 3) << "one line for each refusal, none for its repeats";
+  EXPECT_EQ(errs[errors_before]["errno"], "EBUSY");
+  EXPECT_EQ(errs[errors_before + 1]["errno"], "EEXIST");
+  EXPECT_EQ(errs[errors_before + 2]["errno"], "EINVAL");
+}
+
 TEST_F(CmdTest, JsonArgvRunsWithoutShell) {
   std::string id = start(R"({"argv": ["/bin/echo", "a  b", "$HOME", "c"]})");
   ASSERT_FALSE(id.empty());
