@@ -18,7 +18,8 @@
 // succeeded, at it if it failed), so the answer is served from that offset
 // on, or from where its first read begins when that is before (a seek back
 // to 0). A rejected request also goes to `errors`. The next write on the file
-// starts a new request; one of blanks alone is taken and ignored, and one
+// starts a new request; a write of blanks alone before a request (or after
+// one) is taken and skipped, so a request may follow it; and one
 // that repeats the refused bytes is refused again: the whole request (a
 // buffered writer's retry) refused for what no time changes (EINVAL, E2BIG,
 // ENAMETOOLONG), or the rest of a write(2) the kernel split whose later
@@ -123,6 +124,9 @@ class CmdHandle : public Handle {
       rejected_error_.reset();
       refused_part_.reset();
     }
+    // Blanks alone before a request (`echo > cmd`, a blank line before a
+    // JSON request written in pieces): taken and skipped, no request.
+    if (buf_.empty() && is_blank(data)) return Reply::written(data.size());
     if (buf_.size() + data.size() > fs_.config().max_request) {
       // Keep refusing on this open file until close: the kernel may send the
       // rest of a large write as further chunks, which are no new request.
@@ -198,8 +202,7 @@ class CmdHandle : public Handle {
 
   /// Whether the buffer, after `last` was appended, holds a whole request.
   bool complete(std::string_view last) const {
-    const std::size_t first = buf_.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) return !last.empty() && last.back() == '\n' && !buf_.empty();
+    const std::size_t first = buf_.find_first_not_of(" \t\r\n");  // blanks alone are never buffered
     if (buf_[first] == '{') return json_complete(buf_);
     if (sup::never_text(buf_)) return true;  // binary data: refused at once
     return last.size() < kSplitWrite && !last.empty() && last.back() == '\n';

@@ -132,9 +132,29 @@ TEST_F(CmdTest, BlanksWrittenAfterARequestAreNoRequestAndNoError) {
   for (const std::string& id : ids) wait_json(id);
   EXPECT_EQ(log(ids[0]) + log(ids[1]), "one\ntwo\n");
   EXPECT_TRUE(errors().empty()) << errors().front().dump();
-  // A blank request alone is still an empty one.
-  EXPECT_NE(run(R"(printf '
-' > "$MNT/cmd")").code, 0);
+}
+
+TEST_F(CmdTest, BlanksAloneAreSkippedAndARequestMayFollowThem) {
+  // A blank line before a JSON request written 3 bytes at a time: its
+  // first write is blanks alone, skipped; the request after it starts.
+  auto r = run(R"(printf '  \n{"cmd":"echo x"}\n' | dd of="$MNT/cmd" bs=3 2>&1)");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::vector<std::string> ids = procs();
+  ASSERT_EQ(ids.size(), 1u);
+  wait_ended(ids[0]);
+  EXPECT_EQ(log(ids[0]), "x\n");
+  // Blanks alone, with a newline or without: success, nothing started.
+  r = bash(R"(echo > "$MNT/cmd" && printf '   ' > "$MNT/cmd" && printf ' \t\n\n' > "$MNT/cmd")");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(procs().size(), 1u);
+  EXPECT_TRUE(errors().empty()) << errors().front().dump();
+  // Nothing written at all is still an empty request.
+  r = python("import os; open(os.environ['MNT'] + '/cmd', 'w').close()");
+  EXPECT_NE(r.err.find("Invalid argument"), std::string::npos) << r.err;
+  std::vector<json> errs = errors();
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0]["errno"], "EINVAL");
+  EXPECT_EQ(procs().size(), 1u);
 }
 
 TEST_F(CmdTest, AppendRedirectionWorks) {
