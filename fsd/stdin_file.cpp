@@ -9,7 +9,9 @@
 // secrets), only their count. A writer with O_NONBLOCK never waits: it
 // gets what fitted, or EAGAIN when the pipe is full, as with a pipe. A
 // scratch file renamed over it never waits either (the rename holds its
-// folders locked): all of it goes in at once, or nothing.
+// folders locked): all of it goes in at once, or nothing. The same bytes
+// refused again for the same reason on the same open file (Python's
+// buffered writer writes them again at close) add no second line.
 //
 // procs/ID/stdin,eof: written the same way, and its close closes the
 // input: the command reads EOF after what was written (`: > stdin,eof`
@@ -26,17 +28,22 @@
 #include "fsd/open_elsewhere.hpp"
 #include "fsd/opener_process.hpp"
 #include "fsd/record_handle.hpp"
+#include "fsd/refusal_memory.hpp"
 
 namespace fsd {
 
 namespace {
 
+/// What `errors` shows of a write's input: never the bytes (they may be secrets).
+std::string not_shown(std::size_t size) { return "(" + std::to_string(size) + " bytes of input, not shown)"; }
+
 /// One write on its way into the pipe, shared by its tries and its
 /// interrupt (FollowRequests runs them under one lock).
 class PendingWrite {
  public:
-  PendingWrite(Filesystem& fs, std::string id, std::string path, std::size_t size)
-      : fs_(fs), id_(std::move(id)), path_(std::move(path)), size_(size) {}
+  /// `refusals`: of the open file written to, which outlives its writes.
+  PendingWrite(Filesystem& fs, RefusalMemory& refusals, std::string id, std::string path, std::size_t size)
+      : fs_(fs), refusals_(refusals), id_(std::move(id)), path_(std::move(path)), size_(size) {}
 
   /// Writes `rest` (the write's bytes from written() on) as far as the pipe
   /// takes them: the answer once every byte is in (or the input is gone),
@@ -47,14 +54,14 @@ class PendingWrite {
       if (!n) {
         // What went in stays in; the next write learns the input is gone.
         if (written_ > 0) return Reply::written(written_);
-        fs_.errors().add(path_, n.error().code, n.error().message,
-                         std::string(1, '(') + std::to_string(size_) + " bytes of input, not shown)", id_);
+        refusals_.add(fs_.errors(), path_, n.error().code, n.error().message, not_shown(size_), id_, rest);
         return Reply::fail(n.error());
       }
       if (*n == 0) return std::nullopt;
       written_ += *n;
       rest.remove_prefix(*n);
     }
+    refusals_.forget();
     return Reply::written(written_);
   }
   /// A try of a parked write, on what keep() kept.
@@ -71,6 +78,7 @@ class PendingWrite {
 
  private:
   Filesystem& fs_;
+  RefusalMemory& refusals_;
   const std::string id_;
   const std::string path_;
   const std::size_t size_;       // the write's bytes
@@ -85,7 +93,7 @@ class StdinHandle : public RecordHandle {
       : RecordHandle(fs, std::move(id), eof ? "stdin,eof" : "stdin"), ino_(ino), eof_(eof), opener_(opener) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t) override {
-    auto w = std::make_shared<PendingWrite>(fs_, id_, path_, data.size());
+    auto w = std::make_shared<PendingWrite>(fs_, refusals_, id_, path_, data.size());
     if (std::optional<Reply> now = w->attempt(data)) return *now;
     w->keep(data);
     fs_.follows().park(
@@ -95,7 +103,7 @@ class StdinHandle : public RecordHandle {
 
   /// As a pipe's: what fits goes in, EAGAIN when nothing does.
   Reply write_nonblocking(fuse_req_t, std::string_view data, off_t) override {
-    PendingWrite w(fs_, id_, path_, data.size());
+    PendingWrite w(fs_, refusals_, id_, path_, data.size());
     if (std::optional<Reply> now = w.attempt(data)) return *now;
     return w.taken();
   }
@@ -105,10 +113,10 @@ class StdinHandle : public RecordHandle {
   Reply write_whole(fuse_req_t, std::string_view data) override {
     const sup::Result<std::size_t> n = fs_.sup().write_stdin_whole(id_, data);
     if (!n) {
-      fs_.errors().add(path_, n.error().code, n.error().message,
-                       "(" + std::to_string(data.size()) + " bytes of input, not shown)", id_);
+      refusals_.add(fs_.errors(), path_, n.error().code, n.error().message, not_shown(data.size()), id_, data);
       return Reply::fail(n.error());
     }
+    refusals_.forget();
     return Reply::written(*n);
   }
 
@@ -118,7 +126,7 @@ class StdinHandle : public RecordHandle {
     if (!eof_ || !opener_.includes(closer) || open_elsewhere(closer, "/" + path_, ino_)) return Reply::error(0);
     const sup::Status st = fs_.sup().close_stdin(id_);
     if (!st) {
-      fs_.errors().add(path_, st.error().code, st.error().message, "(close)", id_);
+      refusals_.add(fs_.errors(), path_, st.error().code, st.error().message, "(close)", id_, "");
       return Reply::fail(st.error());
     }
     return Reply::error(0);
@@ -128,6 +136,7 @@ class StdinHandle : public RecordHandle {
   const fuse_ino_t ino_;
   const bool eof_;  // stdin,eof: the last close closes the input
   const OpenerProcess opener_;  // whose close that is
+  RefusalMemory refusals_;
 };
 
 }  // namespace

@@ -336,6 +336,14 @@ RunResult SbxfsTest::python(const std::string& code, int timeout_sec, const Env&
   return run_argv({python_path(), "-c", code}, timeout_sec, env);
 }
 
+RunResult SbxfsTest::python_write(const std::string& rel, const std::string& text) {
+  return run_argv({python_path(), "-c",
+                   "import sys\n"
+                   "with open(sys.argv[1], 'w') as f:\n"
+                   "    f.write(sys.argv[2])\n",
+                   p(rel), text});
+}
+
 pid_t SbxfsTest::spawn_bg(const std::string& sh_command, const std::string& out) {
   CStrings cargv({"/bin/sh", "-c", sh_command}), cenv(child_env({}));
   pid_t pid = ::fork();

@@ -116,6 +116,9 @@ class SbxfsTest : public ::testing::Test {
   RunResult bash(const std::string& bash_command, int timeout_sec = 20, const Env& env = {});
   /// `timeout T python3 -c CODE`; the code finds the mount in os.environ['MNT'].
   RunResult python(const std::string& code, int timeout_sec = 20, const Env& env = {});
+  /// Python's buffered text file: `with open(MNT/REL, 'w') as f: f.write(TEXT)`
+  /// (its close writes a refused write's bytes again, and raises).
+  RunResult python_write(const std::string& rel, const std::string& text);
   /// `timeout T ARGV...` (argv[0] looked up in PATH).
   RunResult run_argv(const std::vector<std::string>& argv, int timeout_sec = 20, const Env& env = {});
   /// Starts `/bin/sh -c CMD` in its own process group (output to `out`, default

@@ -243,6 +243,18 @@ TEST_F(StdinTest, WritesToACommandThatReadsNoPipeAreEpipe) {
   EXPECT_EQ(read_file(p("procs/" + id + "/stdin")).err, EACCES);
 }
 
+TEST_F(StdinTest, ABufferedWritersRetryOfARefusedWriteIsOneLine) {
+  std::string id = start(R"({"cmd": "true", "stdin": "pipe"})");
+  ASSERT_FALSE(id.empty());
+  wait_ended(id);
+  const std::size_t before = errors().size();
+  RunResult py = python_write("procs/" + id + "/stdin", "1+1\n");
+  EXPECT_NE(py.err.find("Broken pipe"), std::string::npos) << py.err;
+  std::vector<json> errs = errors();
+  ASSERT_EQ(errs.size(), before + 1) << "one refusal, one line";
+  EXPECT_EQ(errs.back()["errno"], "EPIPE");
+}
+
 TEST_F(StdinTest, TheInputOutlivesADaemonKilledWithSigkill) {
   const std::string id = start(kEcho);
   ASSERT_FALSE(id.empty());

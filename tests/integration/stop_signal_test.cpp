@@ -275,6 +275,21 @@ except OSError as e:
   EXPECT_TRUE(errs.back()["error"].is_string());
 }
 
+TEST_F(StopSignalTest, ABufferedWritersRetryOfARefusedSignalIsOneLine) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  const std::size_t before = errors().size();
+  RunResult py = python_write("procs/" + id + "/signal", "NOPE\n");
+  EXPECT_NE(py.err.find("Invalid argument"), std::string::npos) << py.err;
+  std::vector<json> errs = errors();
+  ASSERT_EQ(errs.size(), before + 1) << "one refusal, one line";
+  EXPECT_EQ(errs.back()["request"], "NOPE\n");
+  // Refused again on another open file: a line of its own.
+  python_write("procs/" + id + "/signal", "NOPE\n");
+  EXPECT_EQ(errors().size(), before + 2);
+  EXPECT_EQ(status_json(id)["running"], true);
+}
+
 TEST_F(StopSignalTest, SignalAfterEndIsESRCH) {
   std::string id = start("true");
   ASSERT_FALSE(id.empty());
