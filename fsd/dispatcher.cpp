@@ -299,8 +299,14 @@ void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
 }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) noexcept {
-  fs_of(req).handles().drop(fi->fh);  // never acts: release is asynchronous and its errors are lost
-  fuse_reply_err(req, 0);
+  guarded(req, "release", [&] {
+    // Asynchronous, its errors lost: only a scratch renamed while written
+    // to acts here, when no close of its writers did (Handle::release).
+    Filesystem& fs = fs_of(req);
+    const std::shared_ptr<Handle> h = fs.handles().use(fi->fh);
+    fs.handles().drop(fi->fh);
+    send_reply(req, h ? h->release(req) : Reply::error(0));
+  });
 }
 
 void op_poll(fuse_req_t req, fuse_ino_t, fuse_file_info* fi, fuse_pollhandle* ph) noexcept {

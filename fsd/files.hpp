@@ -83,6 +83,20 @@ int unlink_entry(Filesystem& fs, const Node& dir, std::string_view name, const R
 Reply rename_entry(Filesystem& fs, fuse_req_t req, fuse_ino_t parent, std::string_view name,
                    fuse_ino_t newparent, std::string_view newname, unsigned flags);
 
+/// A rename of a scratch over a file of the tree while the scratch was
+/// still open for writing: what is done with its content once its last
+/// writer has closed it (ScratchFiles keeps it until then).
+struct Delivery {
+  fuse_ino_t target;   ///< the file of the tree (looked up again then)
+  std::string path;    ///< its path, as `errors` names it
+  std::string id;      ///< its command's bgId ("" at the root)
+  Requester renamer;
+};
+/// Writes `content` whole to the delivery's target and closes it, as the
+/// rename would have, answering `req` (the last writer's close: a flush or
+/// a release) with 0 once done: a refusal goes to `errors` only.
+Reply deliver(Filesystem& fs, fuse_req_t req, const Delivery& d, std::string content);
+
 // dispatcher.cpp: the open file that open(2) with `flags` makes of `node`
 // (access modes already checked); null for a node that cannot be opened.
 std::unique_ptr<Handle> open_node(Filesystem& fs, const Node& node, const Requester& who, int flags);

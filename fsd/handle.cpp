@@ -77,6 +77,7 @@ void send_reply(fuse_req_t req, const Reply& r) {
 Reply Handle::read(fuse_req_t, std::size_t, off_t) { return Reply::error(EBADF); }
 Reply Handle::write(fuse_req_t, std::string_view, off_t) { return Reply::error(EBADF); }
 Reply Handle::flush(fuse_req_t) { return Reply::error(0); }
+Reply Handle::release(fuse_req_t) { return Reply::error(0); }
 bool Handle::fstat(struct stat*) { return false; }
 
 Reply Handle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events) {

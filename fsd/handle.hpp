@@ -120,6 +120,9 @@ class Handle {
   /// what close() returns, or parked (someone replies later, e.g. a start
   /// that completes at close).
   virtual Reply flush(fuse_req_t req);
+  /// The release of the open file (after its last close; asynchronous: no
+  /// process waits for it, and it carries no requester). Default: nothing.
+  virtual Reply release(fuse_req_t req);
   /// Default: always ready for what was asked (like a regular file).
   virtual Reply poll(fuse_req_t req, fuse_pollhandle* ph, unsigned events);
   /// st_size and mtime of what this handle reads, when it knows better than the path

@@ -151,6 +151,8 @@ WRITING THROUGH A TEMPORARY FILE
   scratch file, yours alone. Renaming it over cmd, procs/ID/cmd, stop,
   signal, ready, steps or stdin writes its content there and removes it; a refused
   request fails the rename with the write's errno (reason in `errors`).
+  Renamed while still open for writing, it is written there at its close
+  (a refusal then goes to `errors` only).
   One never renamed is removed 60 s after its last close (listed in errors).
   install(1) cannot write here: it removes its target first, and the files
   of the tree cannot be removed (EPERM); use cp, cat > or a rename.

@@ -5,18 +5,31 @@
 // tree is a write of its content there (scratch_rename.cpp).
 #include <cerrno>
 #include <fcntl.h>
+#include <mutex>
 #include <sys/stat.h>
 
 #include "fsd/files.hpp"
+#include "fsd/open_elsewhere.hpp"
+#include "fsd/opener_process.hpp"
 
 namespace fsd {
 
 namespace {
 
+/// An open scratch file. One opened for writing writes to it until its
+/// writer closes it (the close of the process that opened it or wrote
+/// through it, when no other descriptor of that process refers to it:
+/// OpenerProcess, open_elsewhere), or until its release; a rename over a
+/// file of the tree made meanwhile is delivered then (ScratchFiles::written).
 class ScratchHandle : public Handle {
  public:
-  ScratchHandle(ScratchFiles& files, fuse_ino_t ino) : files_(files), ino_(ino) {}
-  ~ScratchHandle() override { files_.closed(ino_); }
+  /// Counted open by the caller (ScratchFiles::create or opened).
+  ScratchHandle(Filesystem& fs, fuse_ino_t ino, bool writer, pid_t opener)
+      : fs_(fs), files_(fs.scratch()), ino_(ino), writing_(writer), opener_(opener) {}
+  ~ScratchHandle() override {
+    if (writing_) files_.written(ino_);  // never released (the mount went away): nothing left to deliver to
+    files_.closed(ino_);
+  }
 
   Reply read(fuse_req_t, std::size_t size, off_t off) override {
     std::string bytes;
@@ -24,14 +37,52 @@ class ScratchHandle : public Handle {
     return Reply::data(std::move(bytes));
   }
 
-  Reply write(fuse_req_t, std::string_view data, off_t off) override {
+  Reply write(fuse_req_t req, std::string_view data, off_t off) override {
+    {
+      std::lock_guard g(mu_);
+      opener_.wrote(fuse_req_ctx(req)->pid);
+      // A child that inherited the descriptor writes after its writer closed it.
+      if (!writing_) files_.writing(ino_);
+      writing_ = true;
+    }
     if (const int err = files_.write(ino_, data, off)) return Reply::error(err);
     return Reply::written(data.size());
   }
 
+  Reply flush(fuse_req_t req) override {
+    const pid_t closer = fuse_req_ctx(req)->pid;
+    {
+      std::lock_guard g(mu_);
+      // A child's close of the copy it inherited, or a close of one of
+      // several descriptors, is not its writer's close.
+      if (!writing_ || !opener_.includes(closer)) return Reply::error(0);
+    }
+    if (open_elsewhere(closer, "", ino_)) return Reply::error(0);
+    return done_writing(req);
+  }
+
+  Reply release(fuse_req_t req) override { return done_writing(req); }
+
  private:
+  /// This open file no longer writes; a rename waiting for it is delivered on `req`.
+  Reply done_writing(fuse_req_t req) {
+    std::optional<ScratchFiles::Due> due;
+    {
+      std::lock_guard g(mu_);
+      if (!writing_) return Reply::error(0);
+      writing_ = false;
+      due = files_.written(ino_);
+    }
+    if (!due) return Reply::error(0);
+    return deliver(fs_, req, *due->delivery, std::move(due->content));
+  }
+
+  Filesystem& fs_;
   ScratchFiles& files_;
   const fuse_ino_t ino_;
+  std::mutex mu_;
+  bool writing_;          // guarded by mu_: counted among the scratch's writers
+  OpenerProcess opener_;  // guarded by mu_: whose close ends the writing
 };
 
 }  // namespace
@@ -78,8 +129,9 @@ struct stat scratch_attr(Filesystem& fs, const Node& node) {
 
 std::unique_ptr<Handle> open_scratch(Filesystem& fs, const Node& node, const OpenRequest& req) {
   const int flags = req.flags;
-  if (!fs.scratch().opened(node.ino)) return nullptr;
-  auto h = std::make_unique<ScratchHandle>(fs.scratch(), node.ino);
+  const bool writer = (flags & O_ACCMODE) != O_RDONLY;
+  if (!fs.scratch().opened(node.ino, writer)) return nullptr;
+  auto h = std::make_unique<ScratchHandle>(fs, node.ino, writer, req.who.pid);
   // libfuse asks for atomic O_TRUNC: the truncation is ours to do at open.
   if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) fs.scratch().truncate(node.ino, 0);
   return h;
@@ -98,7 +150,8 @@ int create_scratch(Filesystem& fs, const Node& dir, std::string_view name, mode_
     return *h ? 0 : ENOENT;
   }
   ScratchFiles::Info info;
-  if (const int err = fs.scratch().create(dir.ino, *dir_path, name, who.uid, who.gid, mode & 0777, &info)) {
+  const bool writer = (flags & O_ACCMODE) != O_RDONLY;
+  if (const int err = fs.scratch().create(dir.ino, *dir_path, name, who.uid, who.gid, mode & 0777, writer, &info)) {
     const std::string path = dir_path->empty() ? std::string(name) : *dir_path + "/" + std::string(name);
     fs.errors().add(path + " (create)", err,
                     err == EDQUOT ? "at most " + std::to_string(ScratchFiles::kPerUser) +
@@ -108,7 +161,7 @@ int create_scratch(Filesystem& fs, const Node& dir, std::string_view name, mode_
     return err;
   }
   *node = Node{Kind::scratch, info.ino, std::nullopt};
-  *h = std::make_unique<ScratchHandle>(fs.scratch(), info.ino);  // create() counted this open
+  *h = std::make_unique<ScratchHandle>(fs, info.ino, writer, who.pid);  // create() counted this open
   return 0;
 }
 

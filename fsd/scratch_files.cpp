@@ -33,6 +33,8 @@ struct ScratchFiles::State {
     std::string name;
     std::string content;
     unsigned open = 0;
+    unsigned writers = 0;      // of them, writing to it: not done (written()) yet
+    std::shared_ptr<const Delivery> delivery;  // renamed over a file of the tree while written to
     bool named = true;         // false: unlinked while open, gone at the last close
     std::uint64_t closes = 0;  // which last close a time-to-live timer belongs to
   };
@@ -111,7 +113,7 @@ ScratchFiles::~ScratchFiles() = default;
 std::size_t ScratchFiles::max_bytes() const { return state_->max_bytes; }
 
 int ScratchFiles::create(fuse_ino_t dir, const std::string& dir_path, std::string_view name, uid_t uid,
-                         gid_t gid, mode_t mode, Info* out) {
+                         gid_t gid, mode_t mode, bool writer, Info* out) {
   State& s = *state_;
   std::lock_guard g(s.mu);
   State::Key key{dir, uid, std::string(name)};
@@ -127,6 +129,7 @@ int ScratchFiles::create(fuse_ino_t dir, const std::string& dir_path, std::strin
   e.info.mtime = now_realtime();
   e.name = std::string(name);
   e.open = 1;
+  e.writers = writer ? 1 : 0;
   *out = e.info;
   s.names.emplace(std::move(key), e.info.ino);
   ++s.per_user[uid];
@@ -166,13 +169,28 @@ std::vector<ScratchFiles::Info> ScratchFiles::list(fuse_ino_t dir, uid_t uid) co
   return out;
 }
 
-bool ScratchFiles::opened(fuse_ino_t ino) {
+bool ScratchFiles::opened(fuse_ino_t ino, bool writer) {
   State& s = *state_;
   std::lock_guard g(s.mu);
   State::Entry* e = s.get(ino);
   if (!e) return false;
   ++e->open;
+  if (writer) ++e->writers;
   return true;
+}
+
+std::optional<ScratchFiles::Due> ScratchFiles::written(fuse_ino_t ino) {
+  State& s = *state_;
+  std::lock_guard g(s.mu);
+  State::Entry* e = s.get(ino);
+  if (!e || e->writers == 0 || --e->writers > 0 || !e->delivery) return std::nullopt;
+  return Due{std::move(e->delivery), std::move(e->content)};
+}
+
+void ScratchFiles::writing(fuse_ino_t ino) {
+  State& s = *state_;
+  std::lock_guard g(s.mu);
+  if (State::Entry* e = s.get(ino)) ++e->writers;
 }
 
 void ScratchFiles::closed(fuse_ino_t ino) {
@@ -292,11 +310,20 @@ int ScratchFiles::rename(fuse_ino_t ino, fuse_ino_t dir, const std::string& dir_
   return 0;
 }
 
-std::optional<std::string> ScratchFiles::take(fuse_ino_t ino) {
+std::optional<std::string> ScratchFiles::take(fuse_ino_t ino, std::shared_ptr<const Delivery> later, int* err) {
   State& s = *state_;
   std::lock_guard g(s.mu);
   auto it = s.files.find(ino);
-  if (it == s.files.end() || !it->second.named) return std::nullopt;
+  *err = 0;
+  if (it == s.files.end() || !it->second.named) {
+    *err = ENOENT;
+    return std::nullopt;
+  }
+  if (it->second.writers > 0) {
+    it->second.delivery = std::move(later);
+    s.unname(it->second);
+    return std::nullopt;
+  }
   std::string content = std::move(it->second.content);
   s.remove(it);
   return content;

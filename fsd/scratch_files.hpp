@@ -13,6 +13,11 @@
 // One that nobody renamed `ttl` after its last close is removed, with a line
 // in `errors` naming it (a typo such as `procs/ID/sginal` leaves a trace).
 //
+// One renamed over a file of the tree while open for writing loses its name
+// at once and keeps what the rename is to do with it (a Delivery, opaque
+// here) until its last writer is done writing (written()): as on any file
+// system, what is written until then lands in the renamed file.
+//
 // Thread-safety: every method may be called from any thread. Errors are
 // errno values: this table exists for the FUSE side only.
 #include <chrono>
@@ -36,6 +41,7 @@ class Supervisor;
 namespace fsd {
 
 class ErrorLog;
+struct Delivery;  // what a rename over a file of the tree does with the content (files.hpp)
 
 class ScratchFiles {
  public:
@@ -61,11 +67,12 @@ class ScratchFiles {
   std::size_t max_bytes() const;
 
   /// A new, empty scratch `name` in folder `dir` (whose path is `dir_path`,
-  /// "" for the root), owned by uid/gid, counted as open once (the caller
-  /// calls closed() when that open file is released). EEXIST when the user
-  /// has one of that name there, EDQUOT past kPerUser.
+  /// "" for the root), owned by uid/gid, counted as open once, for writing
+  /// if `writer` (the caller calls closed() when that open file is
+  /// released). EEXIST when the user has one of that name there, EDQUOT
+  /// past kPerUser.
   int create(fuse_ino_t dir, const std::string& dir_path, std::string_view name, uid_t uid, gid_t gid,
-             mode_t mode, Info* out);
+             mode_t mode, bool writer, Info* out);
   /// `uid`'s scratch `name` in `dir`.
   std::optional<Info> find(fuse_ino_t dir, std::string_view name, uid_t uid) const;
   /// The scratch of inode `ino`, if it still exists and belongs to `uid`.
@@ -75,10 +82,21 @@ class ScratchFiles {
   /// `uid`'s scratch files in `dir` (name and inode), by name.
   std::vector<Info> list(fuse_ino_t dir, uid_t uid) const;
 
-  /// One more open file of `ino`; false when it is gone.
-  bool opened(fuse_ino_t ino);
+  /// One more open file of `ino`, writing to it if `writer`; false when it is gone.
+  bool opened(fuse_ino_t ino, bool writer);
   /// One open file of `ino` fewer; the last starts its time to live.
   void closed(fuse_ino_t ino);
+  /// An open file of `ino` writes to it again after written().
+  void writing(fuse_ino_t ino);
+  /// A delivery and the content it delivers.
+  struct Due {
+    std::shared_ptr<const Delivery> delivery;
+    std::string content;
+  };
+  /// An open file of `ino` that writes to it is done writing (its writer
+  /// closed it): when it was the last and a rename over a file of the tree
+  /// waits for it, that rename's delivery and the whole content.
+  std::optional<Due> written(fuse_ino_t ino);
 
   /// Bytes [off, off+size) of the content; ENOENT when gone.
   int read(fuse_ino_t ino, std::size_t size, off_t off, std::string* out) const;
@@ -100,8 +118,11 @@ class ScratchFiles {
   /// a scratch of that user there, unless `no_replace` (then EEXIST).
   int rename(fuse_ino_t ino, fuse_ino_t dir, const std::string& dir_path, std::string_view name,
              bool no_replace);
-  /// Removes scratch `ino` and returns its content (a rename over a file of the tree).
-  std::optional<std::string> take(fuse_ino_t ino);
+  /// A rename of scratch `ino` over a file of the tree: its name goes.
+  /// Not open for writing, it goes too, and its content is returned. Open
+  /// for writing: nullopt, and `later` waits for written() of its last
+  /// writer. ENOENT (nullopt, `*err`) when it is gone.
+  std::optional<std::string> take(fuse_ino_t ino, std::shared_ptr<const Delivery> later, int* err);
 
  private:
   struct State;

@@ -173,6 +173,48 @@ TEST_F(WritersTest, SedInPlace) {
   expect_no_scratch("procs/" + running);
 }
 
+TEST_F(WritersTest, ARenameBeforeTheCloseDeliversAtTheClose) {
+  // Python's NamedTemporaryFile renamed inside its `with`: the text is still
+  // in Python's buffer at the rename, and all of it lands at the close.
+  const std::string script =
+      "import os, sys, tempfile\n"
+      "dest = sys.argv[1]\n"
+      "with tempfile.NamedTemporaryFile('w', dir=os.path.dirname(dest), delete=False) as f:\n"
+      "    f.write(sys.argv[2])\n"
+      "    f.flush()\n"
+      "    os.replace(f.name, dest)\n"
+      "    f.write(sys.argv[3])\n";
+  const std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  RunResult r = run_argv({python_path(), "-c", script, p("procs/" + id + "/signal"), "", "HUP\n"});
+  ASSERT_EQ(r.code, 0) << said(r);
+  EXPECT_EQ(wait_ended(id)["signal"], "SIGHUP");
+  expect_no_scratch("procs/" + id);
+
+  // cmd: the whole script, the part written before the rename and after it.
+  const std::vector<std::string> before = procs();
+  r = run_argv({python_path(), "-c", script, p("cmd"), "echo one\n", "echo two\n"});
+  ASSERT_EQ(r.code, 0) << said(r);
+  const std::string started = new_record(before);
+  ASSERT_FALSE(started.empty());
+  wait_ended(started);
+  EXPECT_EQ(log(started), "one\ntwo\n");
+  expect_no_scratch("");
+
+  // A refusal then has only errors to go to.
+  const std::string other = start("sleep 30");
+  ASSERT_FALSE(other.empty());
+  const std::size_t errors_before = error_count();
+  r = run_argv({python_path(), "-c", script, p("procs/" + other + "/signal"), "", "NOPE\n"});
+  ASSERT_EQ(r.code, 0) << said(r);
+  std::vector<json> errs = errors();
+  ASSERT_EQ(errs.size(), errors_before + 1);
+  EXPECT_EQ(errs.back()["path"], "procs/" + other + "/signal");
+  EXPECT_EQ(errs.back()["errno"], "EINVAL");
+  EXPECT_EQ(status_json(other)["running"], true);
+  expect_no_scratch("procs/" + other);
+}
+
 // ---- refusals through rename ----------------------------------------------
 
 TEST_F(WritersTest, RefusedRequestFailsTheRename) {
