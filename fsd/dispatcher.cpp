@@ -55,12 +55,24 @@ int reply_entry(fuse_req_t req, Filesystem& fs, const Node& node) {
   return fuse_reply_entry(req, &e);
 }
 
-/// setattr of a file of the tree: only what changes nothing is accepted
-/// (a mode or owner set to what it is, as copying tools and editors do),
-/// plus truncation (open with O_TRUNC, `truncate`) of a writable file and
-/// times, which change nothing either.
-int tree_setattr_errno(Filesystem& fs, const Node& node, const struct stat& attr, int to_set) {
+/// Whether `who` may write a file of attributes `st`, by its permission bits.
+bool may_write(const struct stat& st, const Requester& who) {
+  if (who.uid == 0) return true;
+  if (who.uid == st.st_uid) return st.st_mode & S_IWUSR;
+  if (who.gid == st.st_gid) return st.st_mode & S_IWGRP;
+  return st.st_mode & S_IWOTH;
+}
+
+/// setattr of a file of the tree: times are accepted and change nothing;
+/// so is truncation (open with O_TRUNC, `truncate`) of a writable file,
+/// and, by a user who may write it, any mode or owner (copying tools set
+/// the source's after they wrote: `cp -p`, Python's shutil.copy): the
+/// tree's stay, as vfat's `quiet` has it. Of the other files and of the
+/// folders, only a mode or owner set to what it is (editors).
+int tree_setattr_errno(Filesystem& fs, const Node& node, const struct stat& attr, int to_set,
+                       const Requester& who) {
   const struct stat now = attr_of(fs, node, nullptr);
+  if (S_ISREG(now.st_mode) && (now.st_mode & 0222) && may_write(now, who)) return 0;
   if ((to_set & FUSE_SET_ATTR_MODE) && (attr.st_mode & 07777) != (now.st_mode & 07777)) return EPERM;
   if (((to_set & FUSE_SET_ATTR_UID) && attr.st_uid != now.st_uid) ||
       ((to_set & FUSE_SET_ATTR_GID) && attr.st_gid != now.st_gid))
@@ -153,11 +165,12 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) noexcept {
   guarded(req, "setattr", [&] {
     Filesystem& fs = fs_of(req);
-    const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
+    const Requester who = Requester::of(req);
+    const sup::Result<Node> node = fs.resolve(ino, who);
     if (!node) return reply_error(req, node.error());
     if (node->kind == Kind::scratch) {
       if (const int err = setattr_scratch(fs, *node, *attr, to_set)) return (void)fuse_reply_err(req, err);
-    } else if (const int err = tree_setattr_errno(fs, *node, *attr, to_set)) {
+    } else if (const int err = tree_setattr_errno(fs, *node, *attr, to_set, who)) {
       return (void)fuse_reply_err(req, err);
     }
     const struct stat st = attr_of(fs, *node, fi ? fs.handles().use(fi->fh).get() : nullptr);

@@ -368,6 +368,51 @@ TEST_F(WritersTest, TreeNamesKeepTheirPlaceAndErrnos) {
   expect_no_scratch("");
 }
 
+TEST_F(WritersTest, CopyingToolsThatSetModeAndTimesOntoCmdSucceed) {
+  // They write, then set the source's mode and times: accepted, the tree's stay.
+  const std::string src = dir_ + "/req.sh";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> tools = {
+      {"shutil.copy", {python_path(), "-c", "import shutil, sys; shutil.copy(sys.argv[1], sys.argv[2])"}},
+      {"shutil.copy2", {python_path(), "-c", "import shutil, sys; shutil.copy2(sys.argv[1], sys.argv[2])"}},
+      {"cp -p", {"cp", "-p"}},
+  };
+  for (const auto& [tool, argv] : tools) {
+    SCOPED_TRACE(tool);
+    ASSERT_EQ(write_file(src, "echo " + tool + "\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
+    ASSERT_EQ(::chmod(src.c_str(), 0640), 0);
+    const std::vector<std::string> before = procs();
+    std::vector<std::string> args = argv;
+    args.push_back(src);
+    args.push_back(p("cmd"));
+    RunResult r = run_argv(args);
+    EXPECT_EQ(r.code, 0) << said(r);
+    const std::string id = new_record(before);
+    ASSERT_FALSE(id.empty());
+    wait_ended(id);
+    EXPECT_EQ(log(id), tool + "\n");
+  }
+  struct stat sb {};
+  ASSERT_EQ(::stat(p("cmd").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 07777, 0666u);
+  EXPECT_EQ(sb.st_uid, ::getuid());
+  EXPECT_TRUE(errors().empty()) << errors().front().dump();
+  // chmod and chown of a writable file change nothing, and succeed.
+  const std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(::chmod(p("procs/" + id + "/signal").c_str(), 0600), 0);
+  EXPECT_EQ(::chown(p("procs/" + id + "/stop").c_str(), ::getuid(), ::getgid() + 1), 0);
+  ASSERT_EQ(::stat(p("procs/" + id + "/signal").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 07777, 0222u);
+  EXPECT_EQ(status_json(id)["running"], true);
+  // Read-only files and folders keep theirs, and say so.
+  errno = 0;
+  EXPECT_NE(::chmod(p("status.json").c_str(), 0600), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::chmod(p("procs").c_str(), 0700), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(::chmod(p("status.json").c_str(), 0444), 0) << "set to what it is";
+}
+
 // ---- empty writes -----------------------------------------------------------
 
 TEST_F(WritersTest, EmptyWritesStop) {
