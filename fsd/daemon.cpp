@@ -308,7 +308,7 @@ int run(Options& opts) {
 
   // A live sbxfs at the mount point refuses this start before anything of
   // it exists: no state directory is made, no record taken back. A stale
-  // one stays until just before the mount (clean_stale_mount below).
+  // one stays until the new mount is made (below).
   if (const sup::Status s = refuse_live_mount(mountpoint); !s) return fail(s.error().message);
   std::error_code ec;
   // 0700 from its making: a start that fails after this leaves it private.
@@ -377,9 +377,9 @@ int run(Options& opts) {
   if (fuse_set_signal_handlers(se) != 0) return fail("cannot set signal handlers");
   // Root slides the new mount beneath a stale one, then detaches that: not
   // a moment of bare folder (mount_beneath.hpp). Else the stale mount is
-  // detached just before the mount: a window of well under a millisecond.
+  // detached just before the mount (a moment of bare folder: the detach and
+  // the mount, milliseconds through fusermount3).
   const std::string staging = state_dir + "/mounting";
-  if (::geteuid() == 0) clear_staging(staging);
   bool moved = false;
   if (::geteuid() == 0 && stale_at(mountpoint)) {
     const sup::Result<bool> beneath = mount_beneath_stale(se, mountpoint, staging);

@@ -44,15 +44,19 @@ sup::Result<bool> mount_beneath_stale(fuse_session* se, const std::string& mount
   }
   sup::Status moved = sup::Ok{};
   if (move_mount_path(staging, mountpoint, MOVE_MOUNT_BENEATH) == 0) {
-    // The stale mount goes now that ours is below it.
+    // The stale mount goes now that ours is below it (where it cannot,
+    // ours stays hidden below it: a dead mount too once we exit).
     if (::umount2(mountpoint.c_str(), MNT_DETACH) != 0)
       moved = sup::error_from_errno(errno, "umount2(" + mountpoint + ", MNT_DETACH)");
   } else if (sup::Status s = clean_stale_mount(mountpoint); !s) {
     moved = s;
-  } else if (move_mount_path(staging, mountpoint, 0) != 0) {
+    ::umount2(staging.c_str(), MNT_DETACH);  // ours, still there
+  } else if (move_mount_path(staging, mountpoint, 0) != 0 &&
+             ::mount(staging.c_str(), mountpoint.c_str(), nullptr, MS_MOVE, nullptr) != 0) {
+    // (MS_MOVE: a kernel without move_mount, before 5.2.)
     moved = sup::error_from_errno(errno, "cannot move the mount from " + staging + " to " + mountpoint);
+    ::umount2(staging.c_str(), MNT_DETACH);  // ours, still there
   }
-  if (!moved) ::umount2(staging.c_str(), MNT_DETACH);  // ours, still there
   clear_staging(staging);
   if (!moved) return moved.error();
   return true;

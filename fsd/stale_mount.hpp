@@ -30,16 +30,14 @@ std::vector<MountEntry> mounts_at(const std::string& path, bool* read = nullptr)
 bool stale_at(const std::string& mountpoint);
 
 /// already_exists when a live sbxfs is mounted at `mountpoint` (absolute);
-/// a stale mount is left there: until clean_stale_mount() detaches it, just
-/// before the new mount, every access still fails with ENOTCONN, where the
-/// bare folder below would answer (and take a request as a file of its own).
+/// a stale mount is left there: until the new mount is made beneath it
+/// (mount_beneath.hpp), or clean_stale_mount() detaches it just before the
+/// new mount, every access still fails with ENOTCONN, where the bare folder
+/// below would answer (and take a request as a file of its own).
 sup::Status refuse_live_mount(const std::string& mountpoint);
 
 /// Prepares `mountpoint` (absolute) for mounting: lazily unmounts stale FUSE
 /// mounts there (umount2 MNT_DETACH as root, else `fusermount3 -uz`);
-/// Whether the top mount at `mountpoint` is a FUSE mount whose daemon is gone.
-bool stale_at(const std::string& mountpoint);
-
 /// already_exists when a live sbxfs is mounted there.
 sup::Status clean_stale_mount(const std::string& mountpoint);
 

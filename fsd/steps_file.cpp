@@ -47,8 +47,10 @@ class StepsHandle : public RecordHandle {
   /// Holds mu_; success or the refusal.
   Reply apply(const std::string& lines) {
     std::optional<sup::CommandStatus> st = fs_.sup().status(id_);
-    if (st && st->state == "restarting") {
-      fs_.sup().notice_run(id_);  // the run asking may be newer than our news of it
+    if (st && st->running && st->restart != "no" && !st->restart.empty()) {
+      // Under a restart policy the run asking may be newer than our news of
+      // it (published before it runs; the news, a rename, read later).
+      fs_.sup().notice_run(id_);
       st = fs_.sup().status(id_);
     }
     if (!st) return Reply::error(ENOENT);

@@ -82,6 +82,7 @@ class StreamHandle : public FollowedReadHandle {
     std::lock_guard g(mu_);
     if (int err = ensure()) return failure(err);
     const auto at = static_cast<std::uint64_t>(off);
+    if (!raw_ && !timestamps_ && index_.is_open()) view_.live(index_, !ended);
     if (!ended && !raw_ && !timestamps_ && index_.is_open()) {
       // What may be the beginning of a secret the command is writing in
       // pieces waits for the rest (a follower is answered when it comes);
@@ -130,9 +131,19 @@ class StreamHandle : public FollowedReadHandle {
       return ::fstat(raw_.get(), &st) == 0 && at < static_cast<std::uint64_t>(st.st_size);
     }
     if (!index_.is_open()) return false;
-    if (timestamps_)
-      return at < text_base_ + text_.size() ||
-             (read_.next_no < index_.end() && (ended || !sup::chunk_held(index_, read_.next_no, secrets_)));
+    if (timestamps_) {
+      if (at < text_base_ + text_.size()) return true;
+      // The next chunk this view shows (a gap: its marker line), and whether it may be given yet.
+      std::uint64_t n = read_.next_no;
+      for (; n < index_.end(); ++n) {
+        const sup::LogChunk* c = index_.chunk(n);
+        if (!c) return n < index_.kept_from();
+        if (sup::in_selection(c->stream, sel_)) break;
+      }
+      if (n >= index_.end()) return false;
+      return ended || secrets_.empty() || !stamp_held(n, sup::stream_holds(index_, secrets_));
+    }
+    view_.live(index_, !ended);
     return at < view_.size(index_) - (ended ? 0 : view_.held(index_));
   }
 
@@ -239,8 +250,17 @@ class StreamHandle : public FollowedReadHandle {
     return 0;
   }
 
-  /// Bytes [lo, hi) of the selection, masked; false when not all are kept yet.
-  bool masked(std::uint64_t lo, std::uint64_t hi, bool after_gap, bool before_gap, std::string* out) const {
+  /// Whether chunk `n` waits while the command runs: it reaches into a
+  /// beginning of a secret (`holds`), and in the whole log nothing of the
+  /// other stream follows it (else it is shown, that beginning as '*').
+  bool stamp_held(std::uint64_t n, const sup::StreamHolds& holds) const {
+    return sup::chunk_held(index_, n, holds) && (sel_ != LogSelection::all || sup::last_of_the_streams(index_, n));
+  }
+
+  /// Bytes [lo, hi) of the selection, masked (`holds`: a running command's,
+  /// as LogView::live has them); false when not all are kept yet.
+  bool masked(std::uint64_t lo, std::uint64_t hi, bool after_gap, bool before_gap, const sup::StreamHolds* holds,
+              std::string* out) const {
     const std::uint64_t mlo = after_gap ? lo : lo - std::min<std::uint64_t>(lo, reach_);
     std::string buf;
     if (index_.read(sel_, mlo, static_cast<std::size_t>(hi + (before_gap ? 0 : reach_) - mlo), &buf) != 0 ||
@@ -249,7 +269,7 @@ class StreamHandle : public FollowedReadHandle {
     if (!secrets_.empty()) {
       // As the log's bytes show them, then as each stream's own do (log_view.hpp).
       const std::vector<bool> apart = sel_ == sup::LogSelection::all
-                                          ? sup::secrets_of_streams(index_, mlo, buf.size(), secrets_)
+                                          ? sup::secrets_of_streams(index_, mlo, buf.size(), secrets_, holds)
                                           : std::vector<bool>();
       sup::mask_secrets_in_place(buf, secrets_);
       if (after_gap || before_gap) {
@@ -298,6 +318,8 @@ class StreamHandle : public FollowedReadHandle {
   /// known; with `hold`, not from one that may begin a secret (chunk_held).
   template <class More>
   void advance(StampState& s, Stamped& out, More more, bool hold) {
+    std::optional<sup::StreamHolds> holds;
+    if (hold && !secrets_.empty()) holds = sup::stream_holds(index_, secrets_);
     while (more() && s.next_no < index_.end()) {
       const sup::LogChunk* c = index_.chunk(s.next_no);
       if (!c) {
@@ -319,11 +341,11 @@ class StreamHandle : public FollowedReadHandle {
         ++s.next_no;
         continue;
       }
-      if (hold && sup::chunk_held(index_, s.next_no, secrets_)) break;
+      if (holds && stamp_held(s.next_no, *holds)) break;
       const std::uint64_t at = index_.position(s.next_no, sel_), to = at + c->length;
       const bool before_gap = index_.tail_begun() && to == index_.head_size(sel_) && index_.kept_start(sel_) > to;
       std::string bytes;
-      if (!masked(at, to, s.after_gap, before_gap, &bytes)) break;  // not all in the log yet
+      if (!masked(at, to, s.after_gap, before_gap, holds ? &*holds : nullptr, &bytes)) break;  // not all in the log yet
       append_stamped(s, out, sup::iso_of_us(c->time_us) + " ", bytes);
       s.after_gap = false;
       s.sel_pos = to;

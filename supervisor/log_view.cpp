@@ -120,7 +120,12 @@ std::uint64_t LogView::held(const LogIndex& index) const {
   const std::uint64_t end = index.size(sel_);
   if (!last.marker.empty() || end <= last.pos) return 0;
   // Before the last gap a secret's cut beginning is masked (settle()).
-  return end - std::max(hold_from(index, sel_, secrets_), last.pos);
+  return end - std::max(hold_from(index, sel_, holds_ ? *holds_ : stream_holds(index, secrets_)), last.pos);
+}
+
+void LogView::live(const LogIndex& index, bool running) {
+  if (running && !secrets_.empty()) holds_ = stream_holds(index, secrets_);
+  else holds_.reset();
 }
 
 std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<std::string>& secrets) {
@@ -134,6 +139,16 @@ std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<
   return end - secret_start_at_end(last, secrets);
 }
 
+StreamHolds stream_holds(const LogIndex& index, const std::vector<std::string>& secrets) {
+  return {stream_hold(index, LogStream::out, secrets), stream_hold(index, LogStream::err, secrets)};
+}
+
+bool chunk_held(const LogIndex& index, std::uint64_t n, const StreamHolds& holds) {
+  const LogChunk* c = index.chunk(n);
+  if (c == nullptr || (c->stream != LogStream::out && c->stream != LogStream::err)) return false;
+  return index.position(n, selection_of(c->stream)) + c->length > holds[c->stream == LogStream::err];
+}
+
 bool chunk_held(const LogIndex& index, std::uint64_t n, const std::vector<std::string>& secrets) {
   const LogChunk* c = index.chunk(n);
   if (secrets.empty() || c == nullptr || (c->stream != LogStream::out && c->stream != LogStream::err)) return false;
@@ -142,19 +157,32 @@ bool chunk_held(const LogIndex& index, std::uint64_t n, const std::vector<std::s
   return b > stream_hold(index, c->stream, secrets);
 }
 
-std::uint64_t hold_from(const LogIndex& index, LogSelection sel, const std::vector<std::string>& secrets) {
-  if (sel == LogSelection::out) return stream_hold(index, LogStream::out, secrets);
-  if (sel == LogSelection::err) return stream_hold(index, LogStream::err, secrets);
-  std::uint64_t from = index.size(LogSelection::all);
+bool last_of_the_streams(const LogIndex& index, std::uint64_t n) {
+  const LogChunk* c = index.chunk(n);
+  if (c == nullptr) return false;
+  // Bounded: the chunks after it of its own stream are within a secret's length.
+  for (std::uint64_t k = n + 1; k < index.end(); ++k) {
+    const LogChunk* later = index.chunk(k);
+    if (later && later->stream != c->stream && (later->stream == LogStream::out || later->stream == LogStream::err))
+      return false;
+  }
+  return true;
+}
+
+std::uint64_t hold_from(const LogIndex& index, LogSelection sel, const StreamHolds& holds) {
+  if (sel == LogSelection::out) return holds[0];
+  if (sel == LogSelection::err) return holds[1];
+  const std::uint64_t end = index.size(LogSelection::all);
   for (const LogStream s : {LogStream::out, LogStream::err}) {
-    const std::uint64_t p = stream_hold(index, s, secrets);
-    if (p == index.stream_size(s)) continue;
-    // Where that stream byte is in the log.
+    const std::uint64_t p = holds[s == LogStream::err], size = index.stream_size(s);
+    if (p >= size) continue;
+    // Where that stream byte is in the log: held only when the log ends with it.
     const LogSelection own = selection_of(s);
     const std::uint64_t n = chunk_holding(index, own, p);
-    from = std::min(from, index.position(n, LogSelection::all) + (p - index.position(n, own)));
+    const std::uint64_t at = index.position(n, LogSelection::all) + (p - index.position(n, own));
+    if (at + (size - p) == end) return at;
   }
-  return from;
+  return end;
 }
 
 int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, std::string* out) {
@@ -190,8 +218,9 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
       // bytes show too (covered: from the raw bytes as well). Where those
       // mask anything, byte for byte: "****" for whole ones could not keep
       // both.
-      const std::vector<bool> apart =
-          sel_ == LogSelection::all ? secrets_of_streams(index, lo, bytes.size(), secrets_) : std::vector<bool>();
+      const std::vector<bool> apart = sel_ == LogSelection::all
+                                          ? secrets_of_streams(index, lo, bytes.size(), secrets_, holds_ ? &*holds_ : nullptr)
+                                          : std::vector<bool>();
       if (masking_ == Masking::bytes || !apart.empty()) mask_secrets_in_place(bytes, secrets_);
       if (lo == p.pos && i > 0) mask_secret_ends(bytes, secrets_);
       if (end != kOpen && lo + bytes.size() == piece_last) mask_secret_starts(bytes, secrets_);
@@ -205,7 +234,7 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
 }
 
 std::vector<bool> secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::size_t n,
-                                     const std::vector<std::string>& secrets) {
+                                     const std::vector<std::string>& secrets, const StreamHolds* holds) {
   const std::size_t reach = secret_reach(secrets);
   // Where each stream's chunks lie in [lo, hi) of the log, and where in
   // their own stream: a secret one stream wrote in pieces may have the
@@ -228,9 +257,18 @@ std::vector<bool> secrets_of_streams(const LogIndex& index, std::uint64_t lo, st
     const std::uint64_t pos = index.position(c_n, err ? LogSelection::err : LogSelection::out) + (from - at);
     runs[err].push_back({from, pos, to - from});
   }
+  std::vector<bool> covered;
+  // A running command's beginnings of a secret (those the log ends with are held back).
+  if (holds)
+    for (int k = 0; k < 2; ++k)
+      for (const Run& r : runs[k])
+        for (std::uint64_t i = 0; i < r.len; ++i)
+          if (r.pos + i >= (*holds)[k]) {
+            if (covered.empty()) covered.assign(n, false);
+            covered[static_cast<std::size_t>(r.at - lo + i)] = true;
+          }
   // One stream alone here: the log's bytes are its own, and the window's
   // margins its context.
-  std::vector<bool> covered;
   if (runs[0].empty() || runs[1].empty()) return covered;
   // Each stream's own bytes there, with `reach` more of it on each side,
   // masked: what they mask is covered here.
@@ -310,6 +348,7 @@ std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel
   // A rotation between the look and the read drops what was to be read: look again.
   for (int attempt = 0; attempt < 3; ++attempt) {
     view.settle(index);
+    view.live(index, running);
     s = view.size(index) - (running ? view.held(index) : 0);
     const std::uint64_t from = s > bytes ? s - bytes : 0;
     if (view.read(index, from, static_cast<std::size_t>(s - from), &out) != ENODATA) break;

@@ -14,6 +14,7 @@
 // is masked too (its other part is gone).
 //
 // Thread-safety: none; a LogView belongs to one reader, beside its LogIndex.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -26,6 +27,9 @@ namespace sup {
 
 /// "[sbxfs: log_max (N bytes) reached: ...]\n", the line where output was dropped.
 std::string log_marker_line(std::uint64_t log_max);
+
+/// Per stream ([0] stdout, [1] stderr): where its last bytes that may begin a secret begin (stream_hold).
+using StreamHolds = std::array<std::uint64_t, 2>;
 
 class LogView {
  public:
@@ -43,6 +47,10 @@ class LogView {
   /// the command runs: from the beginning of a secret it may be writing in
   /// pieces (hold_from), shown once it writes on or ends.
   std::uint64_t held(const LogIndex& index) const;
+  /// Whether the command runs (before held() and read()): then, in the
+  /// whole log, a stream's beginning of a secret followed by the other
+  /// stream's output reads as '*' (hold_from).
+  void live(const LogIndex& index, bool running);
   /// Whether the view has a marker (output was dropped from it).
   bool has_gap() const { return pieces_.size() > 1; }
   /// Bytes [off, off+size) as far as they are there now (fewer at the end,
@@ -80,6 +88,7 @@ class LogView {
   std::vector<std::string> secrets_;  // the non-empty ones
   std::size_t reach_ = 0;  // longest secret - 1
   std::vector<Piece> pieces_;
+  std::optional<StreamHolds> holds_;  // live(): the streams' holds while the command runs
   std::uint64_t served_ = 0;  // how far this reader was given bytes
   int last_ = '\n';           // the last of them (-1: not known)
 };
@@ -89,22 +98,29 @@ class LogView {
 /// position in that stream; its size when there are none. While the
 /// command runs a reader is not given them until more comes or it ends.
 std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<std::string>& secrets);
-/// Whether kept chunk `n` reaches into those last bytes of its stream: a
-/// running command's reader is not given it (nor, in the whole log, what
-/// follows it) yet.
+/// stream_hold of stdout and stderr.
+StreamHolds stream_holds(const LogIndex& index, const std::vector<std::string>& secrets);
+/// Whether kept chunk `n` (of stdout or stderr) reaches into those last
+/// bytes of its stream: a running command's reader is not given it yet.
+bool chunk_held(const LogIndex& index, std::uint64_t n, const StreamHolds& holds);
 bool chunk_held(const LogIndex& index, std::uint64_t n, const std::vector<std::string>& secrets);
-/// The same as a position in `sel`: for the whole log, the first such byte
-/// of either stream, so that what the other stream wrote after it waits
-/// too (given, it would show that beginning in the log).
-std::uint64_t hold_from(const LogIndex& index, LogSelection sel, const std::vector<std::string>& secrets);
+/// Whether no chunk of the other stream follows chunk `n` (of stdout or stderr).
+bool last_of_the_streams(const LogIndex& index, std::uint64_t n);
+/// The same as a position in `sel`. For the whole log only where nothing of
+/// the other stream follows them (at the end of the log): followed by it,
+/// they are shown as '*' instead (LogView::live), so that the other
+/// stream's output never waits on a beginning that may not go on.
+std::uint64_t hold_from(const LogIndex& index, LogSelection sel, const StreamHolds& holds);
 
 /// Of the `n` bytes [lo, lo+n) of the whole log, those that belong to
 /// secrets that one stream wrote in pieces with the other stream's output
 /// between them, which the log's own bytes do not show whole (each
 /// stream's own bytes there, with the longest secret's length more of them
 /// on each side, masked). Empty when none (or one stream alone is there).
+/// With `holds`, also the bytes of each stream from its hold on (a running
+/// command's beginning of a secret, shown as '*' in the whole log).
 std::vector<bool> secrets_of_streams(const LogIndex& index, std::uint64_t lo, std::size_t n,
-                                     const std::vector<std::string>& secrets);
+                                     const std::vector<std::string>& secrets, const StreamHolds* holds = nullptr);
 /// Sets to '*' each byte of `bytes` whose place, counted from `from` in
 /// `covered`, is covered.
 void mask_covered(std::string& bytes, const std::vector<bool>& covered, std::size_t from);

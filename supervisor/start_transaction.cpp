@@ -34,6 +34,9 @@ constexpr size_t kMaxInlineScript = 100 * 1024;
 }  // namespace
 
 Error interrupted_error() { return Error{Errc::interrupted, "the start was interrupted: nothing was started"}; }
+/// At shutdown, how long a start let go to exec is waited for.
+constexpr std::chrono::seconds kLetGoWait{5};
+
 Error shutting_down_error() { return Error{Errc::io_error, "the supervisor is shutting down: nothing was started"}; }
 
 std::map<std::string, std::string> command_env(const StartSpec& spec) {
@@ -548,11 +551,13 @@ void Supervisor::cancel_starts() {
   };
   // A start handed to the loop after this task fails in start_begin.
   on_loop(false);
-  // The rest end with their report, or their start timer (a second more for its task).
+  // The rest end with their report (milliseconds after their go), else
+  // within kLetGoWait are killed as a start timeout would (meanwhile the
+  // mount is served by no one: not start_timeout's minute).
   bool ended = false;
   {
     std::unique_lock l(I.mu);
-    ended = I.starts_ended.wait_for(l, I.opts.start_timeout + std::chrono::seconds(1),
+    ended = I.starts_ended.wait_for(l, std::min<std::chrono::milliseconds>(I.opts.start_timeout, kLetGoWait),
                                     [&I] { return I.starts_left == 0; });
   }
   // Run after the last start's task (its `done` may still be running as

@@ -50,7 +50,9 @@ Result<std::size_t> StdinPipe::write_whole(std::string_view data) const {
     return error_from_errno(errno, "cannot measure the command's stdin pipe");
   // Whole pages: a page the last write began is not shared with the next.
   const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t need = (static_cast<std::size_t>(unread) + page - 1) / page * page + data.size() + page;
+  // A page more where a page is begun: the write starts on a fresh one.
+  const std::size_t need =
+      (static_cast<std::size_t>(unread) + page - 1) / page * page + data.size() + (unread > 0 ? page : 0);
   if (need > static_cast<std::size_t>(size)) {
     std::size_t limit = 1 << 20;
     if (std::FILE* f = std::fopen("/proc/sys/fs/pipe-max-size", "re")) {
@@ -59,12 +61,15 @@ Result<std::size_t> StdinPipe::write_whole(std::string_view data) const {
       std::fclose(f);
     }
     const std::string said = std::to_string(data.size()) + " bytes";
-    if (data.size() + page > limit)
+    if (data.size() > limit)
       return Error{Errc::too_big, said + " do not fit in a pipe (at most " + std::to_string(limit) +
                                       " bytes, /proc/sys/fs/pipe-max-size): write them in parts"};
-    if (need > limit || ::fcntl(fd_.get(), F_SETPIPE_SZ, static_cast<int>(need)) < 0)
+    if (need > limit)
       return Error{Errc::try_again, said + " do not fit beside the " + std::to_string(unread) +
                                         " bytes '" + id_ + "' has not read yet: try again once it has"};
+    if (::fcntl(fd_.get(), F_SETPIPE_SZ, static_cast<int>(need)) < 0)  // the user's pipe pages, memory
+      return error_from_errno(errno, "cannot grow the pipe of the command's stdin to " + std::to_string(need) +
+                                         " bytes for " + said + ": write them in parts");
   }
   return write_locked(data);
 }

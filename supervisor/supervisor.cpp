@@ -290,7 +290,7 @@ void Supervisor::notice_run(const std::string& id) {
     std::lock_guard g(impl_->mu);
     auto it = impl_->records.find(id);
     if (it == impl_->records.end()) return;
-    new_run = impl_->apply_monitor_record(it->second);
+    new_run = impl_->apply_monitor_record(it->second);  // one small file, as the event thread reads it
   }
   // Posted: listeners hear events on the event thread.
   if (new_run) impl_->emit(Event::Kind::started, id);

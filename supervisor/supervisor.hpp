@@ -133,8 +133,9 @@ class Supervisor {
   Result<CommandStatus> start(const StartSpec& spec, StartMode mode = StartMode::new_only);
   /// Fails every start under way whose command was not let go to exec yet
   /// with io_error (nothing runs), waits for the outcome of the others
-  /// (their monitor's report, or start_timeout: a command let go may have
-  /// run, and is not to be told it did not), and returns once every
+  /// (their monitor's report, at most 5 s or start_timeout: a command let
+  /// go may have run, and is not to be told it did not; past that wait it
+  /// is killed and failed as before), and returns once every
   /// `done` call has returned; later starts fail at once. For shutdown:
   /// after it no `done` runs.
   void cancel_starts();

@@ -411,6 +411,7 @@ struct itimerspec ms_to_its(uint64_t ms) {
 struct ChildStart {
   const Args* args;
   int go_fd;          // >= 0: one byte from it first (EOF: the start was cancelled)
+  int go_w;           // the gate's write end, which the monitor alone keeps (-1: none)
   int stdin_src;      // what becomes its fd 0 (/dev/null, or the stdin FIFO's read end)
   int out_w, err_w;   // its stdout and stderr
   int status_w;       // the exec's report (close-on-exec: EOF means it exec'd)
@@ -442,6 +443,8 @@ struct ChildStart {
   ::sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
   int err = join_err;
+  // Not held here: the monitor's death must read as EOF at the gate.
+  if (c.go_w >= 0) ::close(c.go_w);
   if (err == 0 && c.go_fd >= 0) {
     char go = 0;
     ssize_t n;
@@ -505,13 +508,13 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* start)
 // Returns the child (-1: errno set, nothing started) and the read end of its
 // exec status pipe in *status_r; exec_outcome() must be called before the
 // next run.
-pid_t fork_run(const Args& args, Monitor& m, ChildStart& start, bool first_run, int go_fd, int stdin_src,
+pid_t fork_run(const Args& args, Monitor& m, ChildStart& start, bool first_run, int go_fd, int go_w, int stdin_src,
                const char* cwd, int* status_r) {
   int outp[2] = {-1, -1}, errp[2] = {-1, -1}, statp[2] = {-1, -1};
   pid_t root = -1;
   int cgroup_dir = -1, cgroup_procs = -1;
   if (::pipe2(outp, O_CLOEXEC) == 0 && ::pipe2(errp, O_CLOEXEC) == 0 && ::pipe2(statp, O_CLOEXEC) == 0) {
-    start = ChildStart{&args, go_fd, stdin_src, outp[1], errp[1], statp[1], -1, cwd, m.notify_w};
+    start = ChildStart{&args, go_fd, go_w, stdin_src, outp[1], errp[1], statp[1], -1, cwd, m.notify_w};
     if (m.cg.empty()) {
       root = clone_sharing_memory(child_main, &start);
     } else {
@@ -709,7 +712,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
   // Forked by the server, stdin is the go socket (server.cpp).
   const int go_fd = detach ? -1 : 0;
   int status_r = -1;
-  pid_t root = fork_run(args, m, child_start, true, go_fd, stdin_r >= 0 ? stdin_r : devnull,
+  pid_t root = fork_run(args, m, child_start, true, go_fd, -1, stdin_r >= 0 ? stdin_r : devnull,
                         args.enter_as_user && args.has_uid ? cwd.c_str() : nullptr, &status_r);
   if (root < 0) fail(errno, errmsg("cannot fork", errno));
   if (stdin_r >= 0) ::close(stdin_r);  // the command's alone
@@ -776,7 +779,7 @@ int sbxmon::run_monitor(int argc, char** argv, bool detach) {
       // Each run reads the same input, from a read end of its own.
       const int in = args.stdin_pipe ? open_stdin_for_run(dirfd) : -1;
       int status = -1;
-      *pid = fork_run(args, m, child_start, false, gate[0], in >= 0 ? in : devnull,
+      *pid = fork_run(args, m, child_start, false, gate[0], gate[1], in >= 0 ? in : devnull,
                       cwd.empty() ? nullptr : cwd.c_str(), &status);
       e = errno;
       if (in >= 0) ::close(in);

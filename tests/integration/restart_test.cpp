@@ -2,9 +2,11 @@
 // serves them again. Also: one daemon per state directory and mount point.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -81,6 +83,10 @@ TEST_F(RestartTest, TheDeadMountAnswersUntilTheNextDaemonMounts) {
 // folder (a request written there is lost); the live tree has it already.
 TEST_F(RestartTest, TheBareFolderNeverAnswersAcrossRestarts) {
   if (::geteuid() != 0) GTEST_SKIP() << "mounting beneath needs root";
+  struct utsname u {};
+  int major = 0, minor = 0;
+  if (::uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2 || major * 100 + minor < 605)
+    GTEST_SKIP() << "mounting beneath needs Linux 6.5 (this is " << u.release << ")";
   const pid_t prober = spawn_bg(
       "exec python3 -c 'import os, sys\n"
       "m = sys.argv[1]\n"

@@ -107,10 +107,11 @@ TEST_F(SecretsTest, TheBeginningOfASecretWaitsForItsRestWhileTheCommandRuns) {
   EXPECT_EQ(file("procs/" + id + "/log"), "pre *************** post\n");
 }
 
-// The same when the other stream writes after the beginning: in the log
-// that output waits behind it; and in the timestamped views, the tail, and
-// a readiness match on the unfinished line.
-TEST_F(SecretsTest, TheBeginningOfASecretWaitsAlsoBehindTheOtherStreamAndWithTimes) {
+// When the other stream writes after the beginning, the log shows that
+// output (it does not wait on a beginning that may not go on) and the
+// beginning as '*'; the same in the timestamped views, the tail, and a
+// readiness match on the unfinished line.
+TEST_F(SecretsTest, TheBeginningOfASecretFollowedByTheOtherStreamIsMasked) {
   const std::string id =
       start(R"({"cmd": "printf 'pre alphaTok'; while [ ! -e \"$T/then\" ]; do sleep 0.02; done; echo other >&2; )"
             R"(while [ ! -e \"$T/go\" ]; do sleep 0.02; done; printf 'enValue post\n'",)"
@@ -122,9 +123,10 @@ TEST_F(SecretsTest, TheBeginningOfASecretWaitsAlsoBehindTheOtherStreamAndWithTim
   ASSERT_TRUE(wait_until([&] { return read_file(state_log).data == "pre alphaTokother\n"; }, 10s));
   const pid_t follower = spawn_bg("exec cat \"$MNT/procs/" + id + "/log,timestamps,follow\"", dir_ + "/followed");
   ASSERT_GT(follower, 0);
-  EXPECT_EQ(file("procs/" + id + "/log"), "pre ");
-  EXPECT_EQ(file("procs/" + id + "/tail"), "pre ");
-  EXPECT_EQ(parse_json(file("procs/" + id + "/status.json,tailBytes=100"))["logTail"], "pre ");
+  EXPECT_EQ(file("procs/" + id + "/log"), "pre ********other\n");
+  EXPECT_EQ(file("procs/" + id + "/tail"), "pre ********other\n");
+  EXPECT_EQ(parse_json(file("procs/" + id + "/status.json,tailBytes=100"))["logTail"], "pre ********other\n");
+  EXPECT_EQ(file("procs/" + id + "/stdout"), "pre ") << "at the end of its own stream: held";
   EXPECT_EQ(file("procs/" + id + "/stderr"), "other\n");
   for (const std::string view : {"log,timestamps", "stdout,timestamps"})
     EXPECT_EQ(file("procs/" + id + "/" + view).find("alpha"), std::string::npos) << view;
