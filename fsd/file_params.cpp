@@ -143,6 +143,7 @@ sup::Result<FileParams> parse_file_params(std::string_view file, const ParamFile
                                           const ParamLimits& limits) {
   if (!row) return bad(quoted(file) + " takes no parameters (got " + quoted(keys) + ")");
   FileParams out;
+  out.given_ = std::string(keys);
   std::string_view rest = keys;
   for (;;) {
     const std::size_t comma = rest.find(',');

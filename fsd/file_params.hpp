@@ -120,6 +120,8 @@ class FileParams {
   /// The keys in a canonical form: sorted by name, numbers in plain decimal
   /// (`tailBytes=10,timeoutSec=5`): equal for names that mean the same.
   const std::string& canonical() const { return canonical_; }
+  /// The keys as the name gave them (for messages: the name as written).
+  const std::string& given() const { return given_; }
   const std::vector<Value>& values() const { return values_; }
 
  private:
@@ -129,6 +131,7 @@ class FileParams {
 
   std::vector<Value> values_;  // sorted by key
   std::string canonical_;
+  std::string given_;
 };
 
 /// Parses `keys` (what follows FILE, in `FILE,KEYS`) for file `file`, whose

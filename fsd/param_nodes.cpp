@@ -10,6 +10,9 @@ fuse_ino_t ParamNodes::acquire(std::uint64_t serial, Kind kind, const FileParams
     const fuse_ino_t ino = kBit | next_++;
     it = by_key_.emplace(std::move(key), ino).first;
     by_ino_.emplace(ino, Slot{Entry{kind, serial, std::make_shared<const FileParams>(params)}, 0, it});
+  } else if (by_ino_.at(it->second).entry.params->given() != params.given()) {
+    // The same keys spelled otherwise: an open after this lookup names the file as it did.
+    by_ino_.at(it->second).entry.params = std::make_shared<const FileParams>(params);
   }
   ++by_ino_.at(it->second).lookups;
   return it->second;

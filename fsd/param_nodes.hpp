@@ -4,7 +4,9 @@
 // entry per (record serial, kind of file, canonical parameters), whose inode
 // has bit 61 set (no computed inode has it) and is never reused within the
 // daemon's life. The same name, and any name with the same keys in another
-// order, gets the same inode while its entry lives.
+// order, gets the same inode while its entry lives; its parameters are
+// those of the latest lookup (the same values, spelled as that name was, so
+// that a message about the file opened after it names it as written).
 //
 // An entry lives while the kernel holds it: each LOOKUP answered with it adds
 // one, FORGET takes away what the kernel says, and at 0 the entry is

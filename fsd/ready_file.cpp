@@ -40,7 +40,7 @@ sup::Result<std::optional<sup::ReadyCondition>> condition_of_name(const Node& no
     if (const std::optional<std::int64_t> n = node.keys().number(key)) j[key] = *n;
   for (const char* key : {"readyLog", "readyLogStream"})
     if (const std::optional<std::string> t = node.keys().text(key)) j[key] = *t;
-  return sup::ready_condition_from_json(j, sup::ReadyKeys::ready_file);
+  return sup::ready_condition_from_json(j, sup::ReadyKeys::file_name);
 }
 
 class ReadyHandle : public BlockingReadHandle {
@@ -49,7 +49,7 @@ class ReadyHandle : public BlockingReadHandle {
       : BlockingReadHandle(fs, node, reader, ParkedRequests::Until::ready),
         tail_bytes_(tail_bytes_of(node, 0)),
         readable_(readable),
-        name_(node.keys().empty() ? std::string("ready") : "ready," + node.keys().canonical()) {
+        name_(node.keys().empty() ? std::string("ready") : "ready," + node.keys().given()) {
     sup::Result<std::optional<sup::ReadyCondition>> c = condition_of_name(node);
     if (!c) name_error_ = c.error().message;
     else named_ = c.value();

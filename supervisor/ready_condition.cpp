@@ -137,13 +137,14 @@ Result<std::optional<ReadyCondition>> ready_condition_from_json(const nlohmann::
   const bool has_port = j.contains("readyPort"), has_log = j.contains("readyLog"), has_http = j.contains("readyHttp");
   const bool has_fd = j.contains("readyFd");
   if (!has_port && !has_log && !has_http && !has_fd) {
+    const char* conditions = keys == ReadyKeys::file_name ? "readyLog or readyPort" : "readyLog, readyPort or readyHttp";
     for (const char* k : {"readyLogStream", "readyHttpStatus", "readyIntervalMs"})
-      if (j.contains(k)) return invalid(std::string("'") + k + "' needs a condition (readyLog, readyPort or readyHttp)");
+      if (j.contains(k)) return invalid(std::string("'") + k + "' needs a condition (" + conditions + ")");
     return std::optional<ReadyCondition>{};
   }
   ReadyCondition c;
   if (has_fd) {
-    if (keys == ReadyKeys::ready_file)
+    if (keys != ReadyKeys::request)
       return invalid("'readyFd' belongs in the start request: the command gets the descriptor when it starts");
     if (has_port || has_log || has_http) return invalid("give readyFd alone");
     auto fd = int_key(j, "readyFd", 3, kMaxReadyFd);

@@ -40,8 +40,9 @@ inline constexpr int kMaxLogPatternSize = 10000;
 inline constexpr int kMaxReadyFd = 1023;
 
 /// What may be given where: readyFd only in a start request (the command
-/// gets the descriptor when it starts), never on the `ready` file.
-enum class ReadyKeys { request, ready_file };
+/// gets the descriptor when it starts), never on the `ready` file; in a
+/// file name (`ready,readyPort=N`), only readyLog and readyPort conditions.
+enum class ReadyKeys { request, ready_file, file_name };
 
 /// `port 3000`, `log REGEX`, `http 3000 /health [200|200-299]`, or a JSON
 /// object with the keys. A bad port, a regex RE2 rejects, an unknown word,

@@ -28,6 +28,10 @@ TEST(ParamNodes, TheSameKeysGetTheSameInode) {
   EXPECT_EQ(e->kind, fsd::Kind::wait);
   EXPECT_EQ(e->serial, 7u);
   EXPECT_EQ(e->params->number("timeoutSec"), 5);
+  // Its parameters are spelled as the latest lookup spelled them.
+  EXPECT_EQ(e->params->given(), "tailBytes=10,timeoutSec=5");
+  nodes.acquire(7, fsd::Kind::wait, params("wait", "timeoutSec=5,tailBytes=10"));
+  EXPECT_EQ(nodes.find(a)->params->given(), "timeoutSec=5,tailBytes=10");
 }
 
 TEST(ParamNodes, AnEntryGoesWhenEveryLookupIsForgotten) {

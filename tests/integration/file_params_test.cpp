@@ -309,6 +309,23 @@ TEST_F(FileParamsTest, ErrorsAreEinvalWithALineInErrors) {
   EXPECT_EQ(python_open_errno("procs/nosuch/wait,timeoutSec=1"), "ENOENT");
 }
 
+TEST_F(FileParamsTest, ErrorsOfAReadNameTheFileAsWrittenAndTheKeysANameTakes) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  // No condition anywhere: refused at the read, the name as it was written.
+  const std::string unsorted = "procs/" + id + "/ready,timeoutSec=1,tailBytes=7";
+  EXPECT_EQ(read_file(p(unsorted)).err, EINVAL);
+  json e = error_about(unsorted);
+  ASSERT_TRUE(e.is_object()) << "no line for " << unsorted << " in " << file("errors");
+  EXPECT_NE(e.value("error", "").find("no ready condition"), std::string::npos) << e.dump();
+  // A key that needs a condition: those a name can give.
+  const std::string interval = "procs/" + id + "/ready,readyIntervalMs=10";
+  EXPECT_EQ(read_file(p(interval)).err, EINVAL);
+  e = error_about(interval);
+  ASSERT_TRUE(e.is_object()) << file("errors");
+  EXPECT_NE(e.value("error", "").find("needs a condition (readyLog or readyPort)"), std::string::npos) << e.dump();
+}
+
 TEST_F(FileParamsTest, NamesAreNotListed) {
   std::string id = start("sleep 30");
   ASSERT_FALSE(id.empty());
