@@ -200,8 +200,10 @@ class EventsHandle : public FollowedReadHandle {
   }
   /// The lowest position of `s` that bytes before `at` can be read from
   /// without crossing what log_max dropped.
-  std::uint64_t floor_of(sup::LogStream s, std::uint64_t at) const {
-    const std::uint64_t kept = index_.kept_start(selection(s));
+  std::uint64_t floor_of(sup::LogStream s, std::uint64_t at) const { return floor_in(selection(s), at); }
+  /// The same for a position `at` of selection `sel`.
+  std::uint64_t floor_in(sup::LogSelection sel, std::uint64_t at) const {
+    const std::uint64_t kept = index_.kept_start(sel);
     return index_.tail_begun() && at >= kept ? kept : 0;
   }
 
@@ -234,9 +236,7 @@ class EventsHandle : public FollowedReadHandle {
   void mask_in_log_order(std::uint64_t n, const sup::LogChunk& c, std::uint64_t a, std::uint64_t from,
                          std::string& data) const {
     const std::uint64_t at = index_.position(n, sup::LogSelection::all);
-    const std::uint64_t kept = index_.kept_start(sup::LogSelection::all);
-    const std::uint64_t floor = index_.tail_begun() && at >= kept ? kept : 0;
-    const std::uint64_t lo = std::max(at - std::min<std::uint64_t>(at, reach_), floor);
+    const std::uint64_t lo = std::max(at - std::min<std::uint64_t>(at, reach_), floor_in(sup::LogSelection::all, at));
     std::string raw;
     if (index_.read(sup::LogSelection::all, lo, static_cast<std::size_t>(at + c.length + reach_ - lo), &raw) != 0) return;
     const std::vector<bool> covered = sup::covered_bytes(raw, secrets_);

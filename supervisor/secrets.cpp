@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "supervisor/utf8.hpp"
+
 namespace sup {
 
 std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::string>& secrets) {
@@ -24,9 +26,7 @@ std::string mask_secrets(std::string_view text, const std::vector<std::string>& 
 
 std::string mask_secrets_end(std::string_view text, const std::vector<std::string>& secrets, std::size_t max) {
   const std::vector<bool> covered = covered_bytes(text, secrets);
-  std::size_t from = text.size() > max ? text.size() - max : 0;
-  for (int n = 0; n < 3 && from > 0 && from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80; ++n)
-    ++from;  // not inside a character
+  const std::size_t from = text.size() - utf8_tail(text, max).size();  // not inside a character
   if (covered.empty()) return std::string(text.substr(from));
   std::string out;
   out.reserve(text.size() - from);
