@@ -12,6 +12,7 @@ void CacheInvalidator::start(fuse_session* se) {
 }
 
 void CacheInvalidator::stop() {
+  std::deque<std::pair<std::uint64_t, std::function<void()>>> after;
   {
     std::lock_guard g(mu_);
     stop_ = true;
@@ -21,6 +22,12 @@ void CacheInvalidator::stop() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  {
+    std::lock_guard g(mu_);
+    drops_sent_ = drops_asked_;
+    after.swap(after_);
+  }
+  for (auto& [mark, then] : after) then();  // nothing is sent any more: nothing to wait for
 }
 
 void CacheInvalidator::schedule(fuse_ino_t parent, std::string name) {
@@ -40,8 +47,20 @@ void CacheInvalidator::drop_inode(fuse_ino_t ino) {
     std::lock_guard g(mu_);
     if (!se_ || stop_) return;
     inodes_.push_back(ino);
+    ++drops_asked_;
   }
   cv_.notify_one();
+}
+
+void CacheInvalidator::after_drops(std::function<void()> then) {
+  {
+    std::lock_guard g(mu_);
+    if (drops_sent_ < drops_asked_) {
+      after_.emplace_back(drops_asked_, std::move(then));
+      return;
+    }
+  }
+  then();
 }
 
 std::size_t CacheInvalidator::queued() const {
@@ -63,6 +82,16 @@ void CacheInvalidator::run() {
       // Offset 0, length 0: every page, and the attributes. -ENOENT when
       // the kernel keeps nothing of it: nothing to do.
       (void)fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
+      g.lock();
+      ++drops_sent_;
+      std::deque<std::function<void()>> due;
+      while (!after_.empty() && after_.front().first <= drops_sent_) {
+        due.push_back(std::move(after_.front().second));
+        after_.pop_front();
+      }
+      if (due.empty()) continue;
+      g.unlock();
+      for (auto& then : due) then();
       g.lock();
       continue;
     }

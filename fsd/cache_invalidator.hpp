@@ -18,7 +18,9 @@
 // one. The thread sleeps while nothing is due.
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -48,6 +50,11 @@ class CacheInvalidator {
   /// Drops the cached pages and attributes of inode `ino` now (before any
   /// name that is due). Any thread; never blocks.
   void drop_inode(fuse_ino_t ino);
+  /// Runs `then` once every inode drop asked before this call has reached
+  /// the kernel: at once, on this thread, when none is pending; else on
+  /// the thread, after the last of them (or at stop()). Any thread; never
+  /// blocks. An answer that must not be overtaken by old pages goes so.
+  void after_drops(std::function<void()> then);
   /// Names and inodes queued now (tests and status).
   std::size_t queued() const;
 
@@ -67,6 +74,9 @@ class CacheInvalidator {
   std::deque<Due> queue_;                               // guarded by mu_; due times in order
   std::set<std::pair<fuse_ino_t, std::string>> queued_;  // guarded by mu_
   std::deque<fuse_ino_t> inodes_;                       // guarded by mu_; due now
+  std::uint64_t drops_asked_ = 0;                       // guarded by mu_; inodes queued so far
+  std::uint64_t drops_sent_ = 0;                        // guarded by mu_; of them, sent (or given up)
+  std::deque<std::pair<std::uint64_t, std::function<void()>>> after_;  // guarded by mu_; by drops_asked_
   std::thread worker_;
 };
 

@@ -309,6 +309,10 @@ class CmdHandle : public Handle {
         refused = finish_rejected(st.error(), err_at, &who);
       } else {
         refusals_.forget();
+        // A slot's run before this one may be in the kernel's page cache
+        // (ended_output_cache.hpp): its pages are dropped before the answer,
+        // so that a descriptor held open reads this run once the start returned.
+        fs_.ended_output().changed(st->bg_id);
         fs_.node_of(*st, Kind::record_dir);  // learn its serial now
         if (!step_written_) fs_.note_action("start", st->cmd_full, st->bg_id, &*st);  // queued: never let go yet
         finish(st->bg_id + "\n", ok_at);
@@ -316,7 +320,7 @@ class CmdHandle : public Handle {
       r = make_reply(refused ? &*refused : nullptr);
     }
     fs_.starts().forget(req);
-    send_reply(req, r);
+    fs_.invalidator().after_drops([req, r] { send_reply(req, r); });
   }
 
   /// The file's path in the tree, as errors names it (and, after a "/", as /proc ends it).

@@ -9,7 +9,8 @@
 // never kept), as for every other file of the tree.
 //
 // When a command that the kernel may cache runs again or is removed, its
-// inodes' pages and attributes are dropped (CacheInvalidator, at once). A
+// inodes' pages and attributes are dropped (CacheInvalidator, at once; the
+// start of a slot's next run is answered after the drop: cmd_file.cpp). A
 // reply that the kernel asked for before that drop cannot bring the old
 // attributes back: the kernel ignores attributes of a request sent before
 // an inode's invalidation.

@@ -161,6 +161,32 @@ print(os.pread(fd, 4096, 0).decode(), end='')
   EXPECT_EQ(r.out, "token=************\n");
 }
 
+// The start of a slot's next run returns once the kernel has let go of the
+// last run's pages: a descriptor held open reads the new run at once (not
+// only after its wait), however soon after the start it reads.
+TEST_F(EndedOutputTest, AHeldDescriptorReadsTheNextRunAsSoonAsItsStartReturned) {
+  auto r = python(R"(
+import os
+s = os.environ['MNT'] + '/procs/h/'
+os.mkdir(s)
+stale = 0
+for i in range(30):
+    with open(s + 'cmd', 'w') as f: f.write('echo first\n')
+    open(s + 'wait').read()
+    fd = os.open(s + 'log', os.O_RDONLY)
+    assert os.pread(fd, 4096, 0) == b'first\n'
+    with open(s + 'cmd', 'w') as f: f.write('echo second\n')
+    got = os.pread(fd, 4096, 0)
+    if got == b'first\n': stale += 1
+    elif got not in (b'', b'second\n'): print('unexpected', got)
+    open(s + 'wait').read()
+    os.close(fd)
+print('stale', stale)
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "stale 0\n");
+}
+
 // `tail -f` on a slot's log goes on with its next run.
 TEST_F(EndedOutputTest, TailFollowsTheSlotsNextRun) {
   ASSERT_EQ(run("mkdir \"$MNT/procs/s\" && echo 'echo one' > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\"").code, 0);
