@@ -345,17 +345,23 @@ std::vector<pid_t> Cgroup::members() const {
   return out;
 }
 
-std::size_t Cgroup::signal_members(int sig, bool also_cont) const {
+std::size_t Cgroup::signal_members(int sig, bool also_cont, pid_t own_child) const {
+  std::size_t n = 0;
   // pidfds first, then the list again: a pidfd whose pid is still listed
   // is a member (a pid names one live process at a time).
   std::vector<std::pair<pid_t, int>> fds;
   for (pid_t p : members()) {
+    if (p == own_child && own_child > 0) {
+      if (::kill(p, sig) == 0) ++n;
+      if (also_cont) ::kill(p, SIGCONT);
+      continue;
+    }
     int fd = static_cast<int>(::syscall(SYS_pidfd_open, p, 0));
     if (fd >= 0) fds.emplace_back(p, fd);
   }
+  if (fds.empty()) return n;
   std::vector<pid_t> again = members();
   std::set<pid_t> listed(again.begin(), again.end());
-  std::size_t n = 0;
   for (auto& [p, fd] : fds) {
     if (listed.count(p)) {
       if (::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0) ++n;

@@ -91,8 +91,10 @@ class Cgroup {
   std::vector<pid_t> members() const;
   /// Sends `sig` (then SIGCONT when also_cont) to every member, each
   /// through a pidfd that is checked to still be a member (no reused pid
-  /// is hit). Returns how many were signalled.
-  std::size_t signal_members(int sig, bool also_cont = false) const;
+  /// is hit). `own_child`, the caller's child not reaped yet, needs no
+  /// check: its pid cannot be reused (a stop of a one-process command
+  /// reads the cgroup once). Returns how many were signalled.
+  std::size_t signal_members(int sig, bool also_cont = false, pid_t own_child = 0) const;
   /// cgroup.kill: SIGKILL to every member, forks included. ENOENT where the
   /// kernel has no cgroup.kill (before 5.14).
   int kill() const;

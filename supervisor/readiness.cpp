@@ -104,15 +104,24 @@ void Supervisor::Impl::probe_finish(const std::string& id) {
   }
   reader_probes->finish(id);
   // Seen to its end and not ready: the next daemon need not look again.
-  // Written on the work pool, off the way of the end's news.
-  work->post([this, id] {
+  // Written on the work pool, off the way of the end's news; a record
+  // without a condition wakes no worker (it would take the CPU from the
+  // end's answer).
+  const auto unsettled = [this](const std::string& rid) {
+    auto it = records.find(rid);
+    return it != records.end() && has_ended(it->second.state) && it->second.ready_cond && !it->second.ready &&
+           !it->second.ready_settled;
+  };
+  {
     std::lock_guard g(mu);
-    auto it = records.find(id);
-    if (it != records.end() && has_ended(it->second.state) && it->second.ready_cond && !it->second.ready &&
-        !it->second.ready_settled) {
-      it->second.ready_settled = true;
-      save_ready(it->second);
-    }
+    if (!unsettled(id)) return;
+  }
+  work->post([this, id, unsettled] {
+    std::lock_guard g(mu);
+    if (!unsettled(id)) return;
+    auto& r = records.find(id)->second;
+    r.ready_settled = true;
+    save_ready(r);
   });
 }
 

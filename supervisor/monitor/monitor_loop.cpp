@@ -101,6 +101,8 @@ class Loop {
     const char* reason = "exited";
   };
   Outcome outcome();
+  // The current run's process while it is ours to reap: its pid cannot be reused.
+  pid_t own_root() const { return root_reaped_ ? 0 : m_.root; }
 
   Monitor& m_;
   bool notified_ = false;  // `notified` is written
@@ -194,7 +196,7 @@ void Loop::send_signal(int sig) {
   if (sig == SIGSTOP && (state_ == sup::CommandState::stopping || state_ == sup::CommandState::killing)) return;
   if (sig == SIGKILL) sent_sigkill_ = true;
   if (!m_.cg.empty()) {
-    m_.cg.signal_members(sig);
+    m_.cg.signal_members(sig, false, own_root());
     return;
   }
   signal_tree(m_.root, !root_reaped_, sig, false);
@@ -252,7 +254,7 @@ void Loop::send_term() {
   disarm_timeout();
   if (!m_.cg.empty()) {
     m_.cg.freeze(false);  // a frozen member would not see its TERM
-    m_.cg.signal_members(SIGTERM, true);
+    m_.cg.signal_members(SIGTERM, true, own_root());
   } else {
     signal_tree(m_.root, !root_reaped_, SIGTERM, true);
   }

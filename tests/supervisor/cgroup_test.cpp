@@ -104,6 +104,25 @@ TEST_F(CgroupLayerTest, SignalsReachEveryMemberAndFreezeHoldsThem) {
   EXPECT_TRUE(cg_.cpu_usec().has_value()) << "cpu.stat exists without the cpu controller";
 }
 
+// The monitor signals its own child (the command's first process) by pid,
+// the others through checked pidfds: each gets the signal once.
+TEST_F(CgroupLayerTest, TheCallersOwnChildAndTheOtherMembersAreSignalled) {
+  ASSERT_EQ(sup::create_command_cgroup(h_, "cmd-layer-own", &cg_), 0);
+  pid_t p = spawn_in("sleep 60 & exec sleep 61");
+  ASSERT_TRUE(sbxtest::wait_until([&] { return cg_.members().size() >= 2; }, 10000ms, 10ms));
+  EXPECT_EQ(cg_.signal_members(SIGTERM, true, p), 2u);
+  int st = 0;
+  ASSERT_EQ(::waitpid(p, &st, 0), p);
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+  EXPECT_TRUE(cg_.wait_empty(5s)) << "the member that is not the caller's child had its TERM too";
+  // Only the caller's child: signalled with no pidfd and no second look.
+  pid_t q = spawn_in("exec sleep 62");
+  ASSERT_TRUE(sbxtest::wait_until([&] { return cg_.members().size() == 1; }, 10000ms, 10ms));
+  EXPECT_EQ(cg_.signal_members(SIGTERM, false, q), 1u);
+  ASSERT_EQ(::waitpid(q, &st, 0), q);
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+}
+
 // The monitor's way to start a command's process (supervisor/monitor/shared_clone.cpp):
 // it shares the caller's memory until it ends, and its first instruction already runs
 // in the cgroup whose directory it is given.
