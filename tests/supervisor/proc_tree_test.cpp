@@ -83,11 +83,15 @@ TEST(ProcTree, OomCounterIsReadWhereTheKernelHasIt) {
   }
   ASSERT_GE(expected, 0) << "no oom_kill line in /proc/vmstat";
   EXPECT_GT(offset, 256u) << "the line is within the reader's first buffer: the test shows less than it should";
+  // The counters before the line go on changing between this read and the
+  // reader's: a width that changes meanwhile (9999 to 10000 free pages)
+  // moves the line by a byte or two, as it does for the reader's next look.
+  const auto near = [&](std::size_t at) { return at + 32 > offset && at < offset + 32; };
   EXPECT_EQ(sup::read_oom_kill_count(), expected);  // no OOM kill on a machine running tests, as a rule
-  EXPECT_EQ(sup::oom_kill_line_offset(), offset);
-  // Again, from a window around the line: the same count, the same place.
+  EXPECT_TRUE(near(sup::oom_kill_line_offset())) << sup::oom_kill_line_offset() << " against " << offset;
+  // Again, from a window around the line: the same count, about the same place.
   EXPECT_EQ(sup::read_oom_kill_count(), expected);
-  EXPECT_EQ(sup::oom_kill_line_offset(), offset);
+  EXPECT_TRUE(near(sup::oom_kill_line_offset())) << sup::oom_kill_line_offset() << " against " << offset;
 }
 
 }  // namespace
