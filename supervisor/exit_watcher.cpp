@@ -11,6 +11,8 @@
 #include <cstring>
 #include <memory>
 
+#include "supervisor/atomic_write.hpp"
+#include "supervisor/exit_record.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/log_index.hpp"
 #include "supervisor/log_limit.hpp"
@@ -146,6 +148,12 @@ void Supervisor::Impl::finish_unknown(const std::string& dir, const MonitorInfo*
   } else if (m && m->pid > 0) {
     killed = kill_orphaned_tree(m->pid, m->pid_start, env_marks);
   }
+  // Killed between writing the end and its rename, the monitor left the
+  // whole end in exit.json.tmp (reserved blank until then): that is how
+  // the command ended, and it is kept.
+  const std::string tmp = dir + "/" + atomic_tmp_name(kExitFile);
+  if (auto t = read_file(tmp); t.ok() && t.value() && parse_exit(*t.value()))
+    if (::rename(tmp.c_str(), (dir + "/" + kExitFile).c_str()) == 0) return;
   const std::string note = "its monitor" + (m ? " (pid " + std::to_string(m->monitor_pid) + ")" : std::string()) +
                            " ended without recording how the command ended; " + std::to_string(killed) +
                            " process(es) left of the command were killed";

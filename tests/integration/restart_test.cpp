@@ -1,12 +1,15 @@
 // The daemon dies or is stopped; its commands carry on and the next daemon
 // serves them again. Also: one daemon per state directory and mount point.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -234,6 +237,37 @@ TEST_F(RestartTest, UnknownWhenMonitorVanishedToo) {
   EXPECT_EQ(s["running"], false);
   EXPECT_EQ(s["exitCode"], -1);
   EXPECT_EQ(s["endReason"], "unknown");
+}
+
+// A monitor killed between writing its end (exit.json.tmp) and the rename:
+// the end it wrote is the record's, not "unknown".
+TEST_F(RestartTest, AnEndWrittenButNotRenamedIsKept) {
+  std::string a = start("sleep 30");
+  ASSERT_FALSE(a.empty());
+  pid_t pa = status_json(a)["pid"].get<pid_t>();
+  const std::string dir = state_ + "/procs/" + a;
+  auto mon = parse_json(read_file(dir + "/monitor.json").data);
+  ASSERT_TRUE(mon.is_object() && mon["monitorPid"].is_number_integer()) << mon.dump();
+  pid_t pm = mon["monitorPid"].get<pid_t>();
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ::kill(pm, SIGKILL);
+  ::kill(-pa, SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return !pid_alive(pm) && !pid_alive(pa); }, 5s));
+  // As the monitor leaves it: its end written over the reserved blanks, not yet truncated.
+  const std::string end =
+      R"({"exitCode": -1, "signal": "SIGKILL", "endReason": "killed", "timedOut": false, )"
+      R"("finishedAt": "2026-12-06T16:57:06.700Z", "oom": false, "outputLost": 0})";
+  const int fd = ::open((dir + "/exit.json.tmp").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0) << "the monitor reserves exit.json.tmp at the start";
+  ASSERT_EQ(::pwrite(fd, end.data(), end.size(), 0), static_cast<ssize_t>(end.size()));
+  ::close(fd);
+  ASSERT_TRUE(start_daemon());
+  auto s = status_json(a);
+  EXPECT_EQ(s["running"], false);
+  EXPECT_EQ(s["endReason"], "killed") << s.dump();
+  EXPECT_EQ(s["signal"], "SIGKILL") << s.dump();
+  EXPECT_EQ(s["finishedAt"], "2026-12-06T16:57:06.700Z") << s.dump();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/exit.json.tmp"));
 }
 
 TEST_F(RestartTest, SigtermUnmountsAndCommandsKeepRunning) {
