@@ -18,7 +18,24 @@
 namespace sbxit {
 namespace {
 
-using RestartTest = SbxfsTest;
+class RestartTest : public SbxfsTest {
+ protected:
+  // Starts `sleep 30`, then kills the daemon, the command's monitor and the
+  // command: what the next daemon finds after a crash of everything but the
+  // state directory. Returns the record's id (empty: a step failed).
+  std::string start_then_kill_all() {
+    std::string a = start("sleep 30");
+    if (a.empty()) return "";
+    const pid_t pa = status_json(a)["pid"].get<pid_t>();
+    auto mon = parse_json(read_file(state_ + "/procs/" + a + "/monitor.json").data);
+    if (!mon.is_object() || !mon["monitorPid"].is_number_integer()) return "";
+    const pid_t pm = mon["monitorPid"].get<pid_t>();
+    if (kill_daemon(SIGKILL) != 128 + SIGKILL) return "";
+    ::kill(pm, SIGKILL);
+    ::kill(-pa, SIGKILL);
+    return wait_until([&] { return !pid_alive(pm) && !pid_alive(pa); }, 5s) ? a : "";
+  }
+};
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -222,16 +239,8 @@ TEST_F(RestartTest, WaitAfterRestartSeesTheEnd) {
 }
 
 TEST_F(RestartTest, UnknownWhenMonitorVanishedToo) {
-  std::string a = start("sleep 30");
+  const std::string a = start_then_kill_all();
   ASSERT_FALSE(a.empty());
-  pid_t pa = status_json(a)["pid"].get<pid_t>();
-  auto mon = parse_json(read_file(state_ + "/procs/" + a + "/monitor.json").data);
-  ASSERT_TRUE(mon.is_object() && mon["monitorPid"].is_number_integer()) << mon.dump();
-  pid_t pm = mon["monitorPid"].get<pid_t>();
-  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
-  ::kill(pm, SIGKILL);
-  ::kill(-pa, SIGKILL);
-  ASSERT_TRUE(wait_until([&] { return !pid_alive(pm) && !pid_alive(pa); }, 5s));
   ASSERT_TRUE(start_daemon());
   auto s = status_json(a);
   EXPECT_EQ(s["running"], false);
@@ -242,17 +251,9 @@ TEST_F(RestartTest, UnknownWhenMonitorVanishedToo) {
 // A monitor killed between writing its end (exit.json.tmp) and the rename:
 // the end it wrote is the record's, not "unknown".
 TEST_F(RestartTest, AnEndWrittenButNotRenamedIsKept) {
-  std::string a = start("sleep 30");
+  const std::string a = start_then_kill_all();
   ASSERT_FALSE(a.empty());
-  pid_t pa = status_json(a)["pid"].get<pid_t>();
   const std::string dir = state_ + "/procs/" + a;
-  auto mon = parse_json(read_file(dir + "/monitor.json").data);
-  ASSERT_TRUE(mon.is_object() && mon["monitorPid"].is_number_integer()) << mon.dump();
-  pid_t pm = mon["monitorPid"].get<pid_t>();
-  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
-  ::kill(pm, SIGKILL);
-  ::kill(-pa, SIGKILL);
-  ASSERT_TRUE(wait_until([&] { return !pid_alive(pm) && !pid_alive(pa); }, 5s));
   // As the monitor leaves it: its end written over the reserved blanks, not yet truncated.
   const std::string end =
       R"({"exitCode": -1, "signal": "SIGKILL", "endReason": "killed", "timedOut": false, )"
