@@ -36,9 +36,15 @@ Out run_daemon(const std::string& args) { return run_shell("timeout 10 '" SBXFS_
 /// Unmounts whatever is mounted below `dir` (a daemon that should have been
 /// refused), then removes it.
 void remove_test_dir(const std::string& dir) {
+  // A daemon goes a little after its unmount, tidying its state directory
+  // (spare folders) on the way, and holds the directory's lock until it has
+  // gone: each lock is waited for before anything is removed.
   run_shell("for i in 1 2 3; do for m in $(grep -o ' " + dir +
-            "/[^ ]*' /proc/mounts | sort -r); do fusermount3 -u $m || fusermount3 -uz $m; done; done");
-  std::filesystem::remove_all(dir);
+            "/[^ ]*' /proc/mounts | sort -r); do fusermount3 -u $m || fusermount3 -uz $m; done; done; " +
+            "for l in $(find " + dir + " -name lock -type f 2>/dev/null); do flock -w 10 $l true; done");
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  EXPECT_FALSE(ec) << "removing " << dir << ": " << ec.message();
 }
 
 TEST(DaemonCli, Help) {
