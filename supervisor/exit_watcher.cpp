@@ -119,6 +119,7 @@ void Supervisor::Impl::watch_running(Record& r) {
   }
   watch_log(r);
   if (dropped_bytes(dir_of(id))) r.truncated = true;  // created before the watch
+  if (record_has(id, kStoppingFile)) note_monitor_stopping(r);  // a timeout's stop under way (also at load)
   (void)apply_monitor_record(r);  // a run that ended (restart policy) before the watch
   // Output written before the watch existed is announced too.
   struct stat st{};
@@ -352,6 +353,8 @@ void Supervisor::Impl::on_inotify() {
         if ((ev->mask & IN_MOVED_TO) && std::strcmp(ev->name, kNotifiedFile) == 0) grown.insert(d->second);
         if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, "dropped") == 0)
           if (auto rec = records.find(d->second); rec != records.end()) rec->second.truncated = true;
+        if ((ev->mask & IN_CREATE) && std::strcmp(ev->name, kStoppingFile) == 0)
+          if (auto rec = records.find(d->second); rec != records.end()) note_monitor_stopping(rec->second);
         if ((ev->mask & IN_CREATE) && tail_generation_of(ev->name) != 0) {
           if (auto rec = records.find(d->second); rec != records.end() && !has_ended(rec->second.state))
             watch_tail(rec->second, ev->name);
@@ -385,9 +388,12 @@ bool Supervisor::Impl::apply_monitor_record(Record& r) {
   if (!m || m.value().monitor_pid != r.monitor.monitor_pid) return false;
   const bool new_run = m.value().restarts != r.monitor.restarts;
   r.monitor = m.value();
-  // A new run is not frozen (the monitor thaws the cgroup before it), even
-  // if the news of the delay before it was missed.
+  // A new run is not frozen (the monitor thaws the cgroup before it), nor
+  // stopped (a timeout's stop of the last run is over), even if the news of
+  // the delay before it was missed.
   if (new_run && r.state == CommandState::paused) r.state = transition(r.state, CommandEvent::resume_asked).next;
+  if (new_run && (r.state == CommandState::stopping || r.state == CommandState::killing))
+    r.state = transition(r.state, CommandEvent::run_ended).next;
   r.state = apply_run_state(r.state, r.monitor);
   return new_run;
 }

@@ -15,6 +15,11 @@ namespace sup {
 
 /// The record's file name in a command's folder.
 inline constexpr const char* kMonitorFile = "monitor.json";
+/// Made (empty) by the monitor when it begins a stop of its own, a
+/// timeout's: the supervisor, which sent no stop, learns that the command
+/// is being stopped (a STOP is refused then, and a paused one is thawed).
+/// Removed before a restart policy's next run.
+inline constexpr const char* kStoppingFile = "stopping";
 
 struct MonitorInfo {
   pid_t monitor_pid = 0, pid = 0;

@@ -28,6 +28,7 @@
 #include "supervisor/signal_names.hpp"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -103,6 +104,7 @@ class Loop {
   Outcome outcome();
   // The current run's process while it is ours to reap: its pid cannot be reused.
   pid_t own_root() const { return root_reaped_ ? 0 : m_.root; }
+  void mark_stopping();
 
   Monitor& m_;
   bool notified_ = false;  // `notified` is written
@@ -236,6 +238,7 @@ void Loop::on(sup::CommandEvent e) {
   const sup::Transition t = sup::transition(state_, e);
   const bool was_killing = state_ == sup::CommandState::killing;
   state_ = t.next;
+  if (e == CommandEvent::timed_out && t.action == sup::CommandAction::send_term) mark_stopping();
   switch (t.action) {
     case sup::CommandAction::send_term: send_term(); break;
     case sup::CommandAction::send_kill: kill_sweep(!was_killing); break;
@@ -248,6 +251,12 @@ void Loop::on(sup::CommandEvent e) {
     case sup::CommandAction::end_policy: over_ = true; break;  // nothing runs: the record ends at once
     case sup::CommandAction::launch: break;      // the supervisor's (a queued command has no monitor)
   }
+}
+
+void Loop::mark_stopping() {
+  const int fd = ::openat(m_.dirfd, sup::kStoppingFile, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0) ::close(fd);
+  else diag("cannot make the stopping mark: the supervisor will show the command running until it ends");
 }
 
 void Loop::send_term() {
@@ -388,6 +397,7 @@ void Loop::arm_delay() {
 }
 
 void Loop::start_next_run() {
+  ::unlinkat(m_.dirfd, sup::kStoppingFile, 0);  // a timeout's stop of the last run is over
   ++restarts_;
   root_reaped_ = false;
   root_status_ = 0;

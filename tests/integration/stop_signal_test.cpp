@@ -233,7 +233,35 @@ class StopDuringStopTest : public SbxfsTest {
     EXPECT_EQ(st["exitCode"], 7) << st.dump();
     EXPECT_EQ(st["signal"], nullptr) << st.dump();
   }
+  // The same when the stop is the monitor's own, a timeout's (of a command
+  // paused before it, too: it is no longer paused; and after a daemon
+  // restart in its grace): a STOP is EBUSY.
+  void expect_stop_refused_during_a_timeout(bool paused_first, bool restart_in_grace) {
+    const std::string id = start(R"({"cmd": "trap 'echo term; while [ ! -e \"$T/release\" ]; do sleep 0.02; done; exit 7' TERM; )"
+                                 R"(echo up; while :; do sleep 0.05; done", "timeoutSec": 2, "stopGraceSec": 30})");
+    ASSERT_FALSE(id.empty());
+    ASSERT_TRUE(wait_until([&] { return log(id) == "up\n"; }, 10s));
+    if (paused_first) {
+      ASSERT_EQ(bash("echo STOP > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}}).code, 0);
+      EXPECT_EQ(status_json(id)["state"], "paused");
+    }
+    ASSERT_TRUE(wait_until([&] { return log(id).find("\nterm\n") != std::string::npos; }, 10s)) << log(id);
+    if (restart_in_grace) ASSERT_TRUE(restart_daemon());
+    if (paused_first)  // thawed for its TERM
+      EXPECT_TRUE(wait_until([&] { return status_json(id)["state"] == "running"; }, 5s)) << status_json(id).dump();
+    auto r = bash("echo STOP > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}});
+    EXPECT_NE(r.code, 0) << "a STOP during a timeout's stop was taken";
+    EXPECT_NE(r.err.find("busy"), std::string::npos) << r.err;
+    ASSERT_EQ(write_file(dir_ + "/release", "", O_WRONLY | O_CREAT), 0);
+    const json w = wait_json(id);
+    EXPECT_EQ(w["proc"]["exitCode"], 7) << w.dump();
+    EXPECT_EQ(w["proc"]["endReason"], "timedOut") << w.dump();
+  }
 };
+TEST_F(StopDuringStopTest, AStopSignalDuringATimeoutsStopIsEbusy) { expect_stop_refused_during_a_timeout(false, false); }
+TEST_F(StopDuringStopTest, APausedCommandThatTimesOutIsStoppingAlsoAfterADaemonRestart) {
+  expect_stop_refused_during_a_timeout(true, true);
+}
 class StopDuringStopTreeTest : public StopDuringStopTest {
  protected:
   StopDuringStopTreeTest() { daemon_options_ = {"-o", "cgroup=off"}; }
@@ -241,6 +269,9 @@ class StopDuringStopTreeTest : public StopDuringStopTest {
 TEST_F(StopDuringStopTest, AStopSignalDuringAStopIsEbusy) { expect_stop_refused_during_a_stop(); }
 TEST_F(StopDuringStopTreeTest, AStopSignalDuringAStopIsEbusyTrackedAsAProcessTree) {
   expect_stop_refused_during_a_stop();
+}
+TEST_F(StopDuringStopTreeTest, AStopSignalDuringATimeoutsStopIsEbusyTrackedAsAProcessTree) {
+  expect_stop_refused_during_a_timeout(false, true);
 }
 
 TEST_F(SignalOnceTest, EachWriteIsOneSignalForEveryProcess) { expect_one_signal_a_write(); }
