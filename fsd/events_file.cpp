@@ -130,7 +130,12 @@ class EventsHandle : public FollowedReadHandle {
       if (int err = index_.refresh()) return sup::error_from_errno(err, "reading the index of " + id_);
       return std::nullopt;
     }
+    if (name_taken_by_another()) return std::nullopt;  // nothing: as a removed record that had no output
     const int err = index_.open(dir_);
+    if (err == 0 && name_taken_by_another()) {  // taken meanwhile
+      index_ = sup::LogIndex{};
+      return std::nullopt;
+    }
     if (err == ENOENT) {
       struct stat st {};
       if (::stat((dir_ + "/log").c_str(), &st) == 0 && ::stat((dir_ + "/index").c_str(), &st) != 0)

@@ -18,7 +18,7 @@ namespace fsd {
 class FollowedReadHandle : public Handle {
  public:
   FollowedReadHandle(Filesystem& fs, const sup::CommandStatus& st, bool follow)
-      : fs_(fs), id_(st.bg_id), log_owner_(st.log_owner), dir_(dir_of(st)), follow_(follow) {}
+      : fs_(fs), id_(st.bg_id), log_owner_(st.log_owner), owner_(st.owner_uid), dir_(dir_of(st)), follow_(follow) {}
   ~FollowedReadHandle() override;
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override;
@@ -38,10 +38,18 @@ class FollowedReadHandle : public Handle {
   /// The run this file shows has ended: the record is gone, no longer runs,
   /// or runs again (another start).
   bool ended() const;
+  /// The record this file was opened on was removed and the name is
+  /// another user's record now: its output is never read through this
+  /// file (a file opened before the log was made binds to it on its first read).
+  bool name_taken_by_another() const {
+    const std::optional<uid_t> now = fs_.sup().owner_of(id_);
+    return now && *now != owner_;
+  }
 
   Filesystem& fs_;
   const std::string id_;
   const std::uint64_t log_owner_;  ///< of the run this file shows (restarts write on into its log); 0: not started yet
+  const uid_t owner_;              ///< of the record it was opened on
   const std::string dir_;
   const bool follow_;
 

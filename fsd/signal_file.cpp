@@ -17,9 +17,10 @@ namespace {
 
 class SignalHandle : public RecordHandle {
  public:
-  SignalHandle(Filesystem& fs, std::string id) : RecordHandle(fs, std::move(id), "signal") {}
+  SignalHandle(Filesystem& fs, const Node& node) : RecordHandle(fs, node, "signal") {}
 
   Reply write(fuse_req_t, std::string_view data, off_t) override {
+    if (std::optional<Reply> gone = removed_since_open()) return *gone;
     const std::optional<int> parsed = sup::parse_signal(data);
     if (!parsed) {
       refusals_.add(fs_.errors(), path_, EINVAL, "unknown signal (write a number, TERM or SIGTERM)", data, id_, data);
@@ -45,7 +46,7 @@ class SignalHandle : public RecordHandle {
 }  // namespace
 
 std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node, const OpenRequest&) {
-  return std::make_unique<SignalHandle>(fs, node.id());
+  return std::make_unique<SignalHandle>(fs, node);
 }
 
 }  // namespace fsd

@@ -89,10 +89,11 @@ class PendingWrite {
 
 class StdinHandle : public RecordHandle {
  public:
-  StdinHandle(Filesystem& fs, std::string id, fuse_ino_t ino, bool eof, pid_t opener)
-      : RecordHandle(fs, std::move(id), eof ? "stdin,eof" : "stdin"), ino_(ino), eof_(eof), opener_(opener) {}
+  StdinHandle(Filesystem& fs, const Node& node, bool eof, pid_t opener)
+      : RecordHandle(fs, node, eof ? "stdin,eof" : "stdin"), ino_(node.ino), eof_(eof), opener_(opener) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t) override {
+    if (std::optional<Reply> gone = removed_since_open()) return *gone;
     auto w = std::make_shared<PendingWrite>(fs_, refusals_, id_, path_, data.size());
     if (std::optional<Reply> now = w->attempt(data)) return *now;
     w->keep(data);
@@ -103,6 +104,7 @@ class StdinHandle : public RecordHandle {
 
   /// As a pipe's: what fits goes in, EAGAIN when nothing does.
   Reply write_nonblocking(fuse_req_t, std::string_view data, off_t) override {
+    if (std::optional<Reply> gone = removed_since_open()) return *gone;
     PendingWrite w(fs_, refusals_, id_, path_, data.size());
     if (std::optional<Reply> now = w.attempt(data)) return *now;
     return w.taken();
@@ -111,6 +113,7 @@ class StdinHandle : public RecordHandle {
   /// At once, all or nothing: the pipe grows to hold it (up to the
   /// system's limit), else EAGAIN (unread input in the way) or E2BIG.
   Reply write_whole(fuse_req_t, std::string_view data) override {
+    if (std::optional<Reply> gone = removed_since_open()) return *gone;
     const sup::Result<std::size_t> n = fs_.sup().write_stdin_whole(id_, data);
     if (!n) {
       refusals_.add(fs_.errors(), path_, n.error().code, n.error().message, not_shown(data.size()), id_, data);
@@ -124,6 +127,7 @@ class StdinHandle : public RecordHandle {
     // A child's close of the copy it inherited leaves the input open.
     const pid_t closer = fuse_req_ctx(req)->pid;
     if (!eof_ || !opener_.includes(closer) || open_elsewhere(closer, "/" + path_, ino_)) return Reply::error(0);
+    if (std::optional<Reply> gone = removed_since_open()) return *gone;
     const sup::Status st = fs_.sup().close_stdin(id_);
     if (!st) {
       refusals_.add(fs_.errors(), path_, st.error().code, st.error().message, "(close)", id_, "");
@@ -142,7 +146,7 @@ class StdinHandle : public RecordHandle {
 }  // namespace
 
 std::unique_ptr<Handle> open_stdin(Filesystem& fs, const Node& node, const OpenRequest& req) {
-  return std::make_unique<StdinHandle>(fs, node.id(), node.ino, node.keys().has("eof"), req.who.pid);
+  return std::make_unique<StdinHandle>(fs, node, node.keys().has("eof"), req.who.pid);
 }
 
 }  // namespace fsd

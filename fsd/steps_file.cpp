@@ -17,7 +17,7 @@ namespace {
 
 class StepsHandle : public RecordHandle {
  public:
-  StepsHandle(Filesystem& fs, std::string id) : RecordHandle(fs, std::move(id), "steps") {}
+  StepsHandle(Filesystem& fs, const Node& node) : RecordHandle(fs, node, "steps") {}
 
   // Whole lines are applied in the write that completes them; a last line
   // without "\n" at flush.
@@ -54,6 +54,7 @@ class StepsHandle : public RecordHandle {
       st = fs_.sup().status(id_);
     }
     if (!st) return Reply::error(ENOENT);
+    if (st->owner_uid != owner_) return removed();
     const sup::Status ok = fs_.steps().apply(*st, lines);
     if (!ok) {
       fs_.errors().add(path_, ok.error().code, ok.error().message, lines, id_);
@@ -75,7 +76,7 @@ class StepsHandle : public RecordHandle {
 }  // namespace
 
 std::unique_ptr<Handle> open_steps(Filesystem& fs, const Node& node, const OpenRequest&) {
-  return std::make_unique<StepsHandle>(fs, node.id());
+  return std::make_unique<StepsHandle>(fs, node);
 }
 
 std::unique_ptr<Handle> open_steps_json(Filesystem& fs, const Node& node, const OpenRequest&) {

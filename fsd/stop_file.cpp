@@ -18,7 +18,7 @@ namespace {
 
 class StopHandle : public RecordHandle {
  public:
-  StopHandle(Filesystem& fs, std::string id, pid_t opener) : RecordHandle(fs, std::move(id), "stop"), opener_(opener) {}
+  StopHandle(Filesystem& fs, const Node& node, pid_t opener) : RecordHandle(fs, node, "stop"), opener_(opener) {}
 
   Reply write(fuse_req_t req, std::string_view data, off_t) override {
     stopped_ = true;
@@ -38,6 +38,7 @@ class StopHandle : public RecordHandle {
     // (a lone `sleep`) may be over already when the stop returns, and it
     // was still stopped (note_action completes a step whose end came first).
     const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
+    if (rec && rec->owner_uid != owner_) return removed();
     const sup::Status st = fs_.sup().stop(id_);
     if (!st) {
       fs_.errors().add(path_, st.error().code, st.error().message, data, id_);
@@ -58,7 +59,7 @@ class StopHandle : public RecordHandle {
 }  // namespace
 
 std::unique_ptr<Handle> open_stop(Filesystem& fs, const Node& node, const OpenRequest& req) {
-  return std::make_unique<StopHandle>(fs, node.id(), req.who.pid);
+  return std::make_unique<StopHandle>(fs, node, req.who.pid);
 }
 
 }  // namespace fsd

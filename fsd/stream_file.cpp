@@ -51,7 +51,7 @@ LogSelection selection_of(Kind k) {
 class StreamHandle : public FollowedReadHandle {
  public:
   StreamHandle(Filesystem& fs, const sup::CommandStatus& st, LogSelection sel, bool follow, bool timestamps)
-      : FollowedReadHandle(fs, st, follow), sel_(sel), timestamps_(timestamps), owner_(st.owner_uid),
+      : FollowedReadHandle(fs, st, follow), sel_(sel), timestamps_(timestamps),
         path_(sel == LogSelection::all ? st.log_file : sel == LogSelection::out ? st.stdout_file : st.stderr_file),
         view_(sel, {}) {
     take_secrets();
@@ -163,7 +163,12 @@ class StreamHandle : public FollowedReadHandle {
       if (err == 0) view_.settle(index_);
       return err;
     }
+    if (name_taken_by_another()) return 0;  // nothing: as a removed record that had no output
     const int err = index_.open(dir_);
+    if (err == 0 && name_taken_by_another()) {  // taken meanwhile
+      index_ = sup::LogIndex{};
+      return 0;
+    }
     if (err == 0) view_.settle(index_);
     if (err == EBADMSG) return damaged_index();
     if (err != ENOENT) return err;
@@ -379,7 +384,6 @@ class StreamHandle : public FollowedReadHandle {
 
   const LogSelection sel_;
   const bool timestamps_;
-  const uid_t owner_;  // of the record it was opened on
   const std::string path_;
 
   std::mutex mu_;

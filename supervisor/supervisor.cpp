@@ -273,6 +273,13 @@ Status Supervisor::remove(const std::string& id) {
   return Ok{};
 }
 
+std::optional<uid_t> Supervisor::owner_of(const std::string& id) const {
+  std::lock_guard g(impl_->mu);
+  auto it = impl_->records.find(id);
+  if (it == impl_->records.end()) return std::nullopt;
+  return it->second.owner_uid;
+}
+
 std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure cpu) const {
   CommandStatus s;
   pid_t monitor = 0;

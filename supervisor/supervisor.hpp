@@ -186,6 +186,9 @@ class Supervisor {
   /// last sample is older than a second (only a view that shows `cpu` asks:
   /// without a cgroup a sample is a walk of /proc).
   std::optional<CommandStatus> status(const std::string& id, CpuFigure cpu = CpuFigure::skip) const;
+  /// The uid whose record has the name `id` now (none: no record); cheaper
+  /// than status() for a handle that checks on every write.
+  std::optional<uid_t> owner_of(const std::string& id) const;
   /// Reads the record's monitor.json now rather than at its news: a
   /// restart's run is published before it runs, but the event thread may
   /// not have heard of it when the run's first instruction asks.
