@@ -40,13 +40,14 @@ struct ScratchFiles::State {
   };
   using Key = std::tuple<fuse_ino_t, uid_t, std::string>;  // folder, owner, name
 
-  State(sup::Supervisor& s, ErrorLog& e, std::size_t max, std::chrono::milliseconds t)
-      : sup(s), errors(e), max_bytes(max), ttl(t) {}
+  State(sup::Supervisor& s, ErrorLog& e, std::size_t max, std::chrono::milliseconds t, bool sh)
+      : sup(s), errors(e), max_bytes(max), ttl(t), shared(sh) {}
 
   sup::Supervisor& sup;
   ErrorLog& errors;
   const std::size_t max_bytes;
   const std::chrono::milliseconds ttl;
+  const bool shared;
 
   mutable std::mutex mu;
   std::unordered_map<fuse_ino_t, Entry> files;  // guarded by mu
@@ -91,6 +92,8 @@ struct ScratchFiles::State {
     // masks those of the record whose folder held it and the global ones,
     // each in the whole text before it is cut.
     content = sup::mask_secrets_in_json(content, sup::request_secrets(content));
+    // A scratch file is its creator's alone; every user reads `errors`.
+    if (shared) content = "(" + std::to_string(content.size()) + " bytes, not shown: the file was its creator's alone)";
     std::string id;
     if (path.starts_with("procs/")) id = path.substr(6, path.find('/', 6) - 6);
     const auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(ttl).count() / 1000.0;
@@ -104,8 +107,8 @@ struct ScratchFiles::State {
 };
 
 ScratchFiles::ScratchFiles(sup::Supervisor& sup, ErrorLog& errors, std::size_t max_bytes,
-                           std::chrono::milliseconds ttl)
-    : state_(std::make_shared<State>(sup, errors, max_bytes, ttl)) {}
+                           std::chrono::milliseconds ttl, bool shared)
+    : state_(std::make_shared<State>(sup, errors, max_bytes, ttl, shared)) {}
 
 // Timers still pending find the state gone (they hold it weakly).
 ScratchFiles::~ScratchFiles() = default;

@@ -59,7 +59,10 @@ class ScratchFiles {
     timespec mtime{};
   };
 
-  ScratchFiles(sup::Supervisor& sup, ErrorLog& errors, std::size_t max_bytes, std::chrono::milliseconds ttl);
+  /// `shared`: users other than the mounter use the tree (allow_other), so
+  /// `errors`, which they all read, never shows what a scratch file held.
+  ScratchFiles(sup::Supervisor& sup, ErrorLog& errors, std::size_t max_bytes, std::chrono::milliseconds ttl,
+               bool shared);
   ~ScratchFiles();
   ScratchFiles(const ScratchFiles&) = delete;
   ScratchFiles& operator=(const ScratchFiles&) = delete;

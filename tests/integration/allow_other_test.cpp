@@ -259,6 +259,28 @@ for n, data in (('stdin', b'INJECTED\n'), ('signal', b'USR1\n'), ('steps', b'sta
   ASSERT_EQ(write_file(p("procs/held/stop"), "\n"), 0);
 }
 
+// A scratch file nobody renamed goes with a line in `errors`, which every
+// user reads: what it held is not shown there, only its size.
+class AllowOtherScratchTtlTest : public AllowOtherTest {
+ protected:
+  AllowOtherScratchTtlTest() { daemon_options_ = {"-o", "allow_other,scratch_ttl_ms=300"}; }
+};
+TEST_F(AllowOtherScratchTtlTest, AnExpiredScratchFilesContentIsNotInErrors) {
+  ASSERT_EQ(as_nobody("printf \"draft: DB_PASSWORD=hunter2\\n\" > \"$MNT/.draft.tmp\"").code, 0);
+  auto logged = [&] {
+    for (const json& e : errors())
+      if (e["path"] == ".draft.tmp") return true;
+    return false;
+  };
+  ASSERT_TRUE(wait_until(logged, 10s)) << "no errors line for .draft.tmp";
+  for (const json& e : errors())
+    if (e["path"] == ".draft.tmp") {
+      EXPECT_EQ(e["errno"], "ETIMEDOUT");
+      EXPECT_EQ(e["request"], "(27 bytes, not shown: the file was its creator's alone)") << e.dump();
+    }
+  EXPECT_EQ(as_nobody("cat \"$MNT/errors\"").out.find("hunter2"), std::string::npos);
+}
+
 TEST_F(AllowOtherTest, OthersCommandsAreInvisibleAndUnstoppable) {
   std::string root_id = start("sleep 30");
   ASSERT_FALSE(root_id.empty());
