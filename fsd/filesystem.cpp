@@ -192,11 +192,18 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
 
 void Filesystem::note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
                                     const Requester& who, const std::vector<std::string>& secrets) {
+  const std::optional<std::uint64_t> dropped = refused_budget_.take(who.uid);
+  if (!dropped) return;  // past the user's budget: counted, told with their next one
   sup::BoxStep step;
   step.kind = "start";
   step.summary = request;
   step.ok = false;
-  step.error = sup::BoxStep::Refusal{errno_name(code), reason};
+  step.error = sup::BoxStep::Refusal{
+      errno_name(code), *dropped == 0 ? reason
+                                      : reason + " (" + std::to_string(*dropped) +
+                                            " refused requests of this user before it were not kept: more than " +
+                                            std::to_string(static_cast<int>(RefusedStepBudget::kBurst)) +
+                                            " at once, or one a second)"};
   step.cwd = mask(sup::mask_secrets(who.cwd(), secrets), "");
   step.client = who.client;
   box_steps_->add(std::move(step));

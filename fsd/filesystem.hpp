@@ -27,6 +27,7 @@
 #include "fsd/open_handles.hpp"
 #include "fsd/param_nodes.hpp"
 #include "fsd/parked_requests.hpp"
+#include "fsd/refused_step_budget.hpp"
 #include "fsd/scratch_files.hpp"
 #include "fsd/stamped_lengths.hpp"
 #include "fsd/start_requests.hpp"
@@ -198,6 +199,7 @@ class Filesystem {
   FollowRequests follows_;  // after handles_, like parked_
   StartRequests starts_;
   std::unique_ptr<sup::BoxSteps> box_steps_;
+  RefusedStepBudget refused_budget_;  // how many refused requests of each user box_steps_ keeps
   std::uint64_t ended_subscription_ = 0;
   sup::WorkDirSizes work_dir_sizes_;
   sup::StepStore steps_;

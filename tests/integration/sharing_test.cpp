@@ -274,6 +274,41 @@ TEST_F(SharingTest, AStartsStepIsWrittenBeforeItsCommandRuns) {
   EXPECT_NE(start("true"), bg_id) << "the id its step names is given again";
 }
 
+// Refused requests cost their writer nothing, and each is a step kept a
+// week: a user's are kept up to a budget (a burst, then one a second); the
+// next one kept says how many before it were not.
+TEST_F(SharingTest, RefusedRequestsPastAUsersBudgetAreCountedNotKept) {
+  RunResult r = python(R"(
+import os
+for i in range(100):
+    fd = os.open(os.environ['MNT'] + '/cmd', os.O_WRONLY)
+    try: os.write(fd, b'{"bogus": %d}\n' % i)
+    except OSError: pass
+    os.close(fd)
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto refused = [&] {
+    std::vector<json> v;
+    for (const json& st : parse_json(file("steps.json")))
+      if (st["ok"] == false && st["error"].is_object()) v.push_back(st);
+    return v;
+  };
+  EXPECT_EQ(refused().size(), 60u);
+  // One a second comes back: tried until one is kept.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        (void)write_file(p("cmd"), "{\"bogus\": \"late\"}\n");
+        return refused().size() == 61;
+      },
+      10s, 100ms));
+  const std::string message = refused().back()["error"]["message"];
+  const std::size_t at = message.find(" refused requests of this user before it were not kept");
+  ASSERT_NE(at, std::string::npos) << message;
+  const std::size_t open = message.rfind('(', at);
+  ASSERT_NE(open, std::string::npos) << message;
+  EXPECT_GE(std::stoul(message.substr(open + 1, at - open - 1)), 40u) << message;
+}
+
 // Two requests on one open cmd, the second refused: the first one's step
 // stays as it is (and is completed by its end); the refusal is a step of
 // its own.
