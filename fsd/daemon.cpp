@@ -71,6 +71,24 @@ std::mutex g_log_mu;
 bool g_at_line_start = true;  // guarded by g_log_mu: libfuse logs one line in several calls
 std::string g_error_line;     // guarded by g_log_mu: the error line being logged
 std::string g_last_error;     // guarded by g_log_mu
+// In the background, the log file: past g_log_max bytes it is renamed
+// sbxfs.log.1 and begun anew, so that no writer (a refused request is a
+// line, and costs its writer nothing) can fill the disk through it.
+std::string g_log_path;        // guarded by g_log_mu; empty: standard error is not ours
+std::uint64_t g_log_max = 0;   // guarded by g_log_mu
+std::uint64_t g_log_size = 0;  // guarded by g_log_mu
+
+void rotate_log() {  // needs g_log_mu
+  if (::rename(g_log_path.c_str(), (g_log_path + ".1").c_str()) != 0) return;
+  const int fresh = ::open(g_log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fresh < 0) return;  // writes go on into sbxfs.log.1
+  std::fflush(stdout);
+  std::fflush(stderr);
+  (void)::dup2(fresh, 1);
+  (void)::dup2(fresh, 2);
+  ::close(fresh);
+  g_log_size = 0;
+}
 
 void log_line(fuse_log_level level, const char* fmt, va_list ap) {
   char msg[2048];
@@ -84,9 +102,12 @@ void log_line(fuse_log_level level, const char* fmt, va_list ap) {
     gmtime_r(&now.tv_sec, &tm);
     char when[32];
     std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!g_log_path.empty() && g_log_size >= g_log_max) rotate_log();
+    g_log_size += sizeof "2026-12-06T17:19:28.000Z " - 1;
     std::fprintf(stderr, "%s.%03ldZ ", when, now.tv_nsec / 1000000);
     g_error_line.clear();
   }
+  g_log_size += len;
   std::fputs(msg, stderr);
   std::fflush(stderr);
   g_at_line_start = len > 0 && msg[len - 1] == '\n';
@@ -251,10 +272,17 @@ class LoopStopper {
 };
 
 /// In the background: stdin from /dev/null, stdout and stderr to STATE/sbxfs.log.
-sup::Status redirect_stdio(const std::string& dir) {
+sup::Status redirect_stdio(const std::string& dir, std::uint64_t max_bytes) {
   const std::string path = dir + "/sbxfs.log";
   const int log = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log < 0) return sup::error_from_errno(errno, "cannot open " + path);
+  struct stat st {};
+  {
+    std::lock_guard g(g_log_mu);
+    g_log_path = path;
+    g_log_max = max_bytes;
+    g_log_size = ::fstat(log, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  }
   const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null < 0) return sup::error_from_errno(errno, "cannot open /dev/null");
   if (::dup2(null, 0) < 0 || ::dup2(log, 1) < 0 || ::dup2(log, 2) < 0)
@@ -316,7 +344,7 @@ int run(Options& opts) {
     std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all, ec);
   if (ec) return fail("cannot create state directory " + state_dir + ": " + ec.message());
   if (launcher.background()) {
-    if (const sup::Status s = redirect_stdio(state_dir); !s) return fail(s.error().message);
+    if (const sup::Status s = redirect_stdio(state_dir, opts.daemon_log_max); !s) return fail(s.error().message);
     launcher.logging_to_file();
   }
   fuse_log(FUSE_LOG_NOTICE, "sbxfs %s starting: pid %d, mount point %s, state %s\n", SBX_VERSION,

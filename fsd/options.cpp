@@ -42,6 +42,7 @@ struct RawOptions {
   char* log_max = nullptr;
   char* start_timeout = nullptr;
   char* scratch_ttl_ms = nullptr;
+  char* daemon_log_max = nullptr;
   int allow_other = 0;
   int extra_args = 0;  // a third non-option argument
 };
@@ -88,6 +89,7 @@ const fuse_opt kSpec[] = {
     SBX_OPT("start_timeout=%s", start_timeout),
     SBX_OPT("cgroup=%s", cgroup),
     SBX_OPT("scratch_ttl_ms=%s", scratch_ttl_ms),  // not in --help: for tests
+    SBX_OPT("daemon_log_max=%s", daemon_log_max),  // not in --help: for tests
     FUSE_OPT_KEY("--foreground", kForeground),
     FUSE_OPT_KEY("--debug", kDebug),
     FUSE_OPT_KEY("allow_other", kAllowOther),
@@ -137,7 +139,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
     for (char* text : {raw.state_dir, raw.secrets_file, raw.mountpoint, raw.source, raw.cgroup, raw.wait_timeout,
                        raw.max_request, raw.output_max, raw.keep_ended, raw.keep_ended_sec, raw.max_running,
                        raw.max_running_per_user, raw.keep_steps_sec, raw.log_max, raw.start_timeout,
-                       raw.scratch_ttl_ms})
+                       raw.scratch_ttl_ms, raw.daemon_log_max})
       std::free(text);
     raw = RawOptions{};
   };
@@ -170,7 +172,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
     std::uint64_t* out;
   };
   std::uint64_t wait_timeout, max_request, output_max, keep_ended, keep_ended_sec, max_running, per_user = 0,
-      keep_steps_sec, log_max, start_timeout, scratch_ttl_ms;
+      keep_steps_sec, log_max, start_timeout, scratch_ttl_ms, daemon_log_max;
   const Number numbers[] = {
       {"wait_timeout", raw.wait_timeout, 600, 1, kHundredYears, &wait_timeout},
       {"max_request", raw.max_request, 4ull << 20, 1, kSize, &max_request},
@@ -183,6 +185,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
       {"log_max", raw.log_max, sup::kDefaultLogMax, 0, std::numeric_limits<std::uint64_t>::max(), &log_max},
       {"start_timeout", raw.start_timeout, 60, 1, std::min(kUnsigned, kHundredYears), &start_timeout},
       {"scratch_ttl_ms", raw.scratch_ttl_ms, 60000, 0, kHundredYears * 1000, &scratch_ttl_ms},
+      {"daemon_log_max", raw.daemon_log_max, 64 << 20, 4096, std::numeric_limits<std::uint64_t>::max(), &daemon_log_max},
   };
   for (const Number& n : numbers) {
     const sup::Result<std::uint64_t> v = number_of(n.name, n.text, n.fallback, n.min, n.max);
@@ -206,6 +209,7 @@ sup::Result<Options> parse_options(int argc, char** argv) {
   o.start_timeout_sec = static_cast<unsigned>(start_timeout);
   o.allow_other = raw.allow_other;
   o.scratch_ttl_ms = scratch_ttl_ms;
+  o.daemon_log_max = daemon_log_max;
   o.cgroup = raw.cgroup ? raw.cgroup : "";
   free_raw();  // copied: fail() must not free them again
   o.foreground = cl.foreground;

@@ -39,6 +39,8 @@ struct Options {
   bool allow_other = false;
   /// Hidden (for tests): an unrenamed scratch file lives this long after its last close.
   unsigned long scratch_ttl_ms = 60000;
+  /// In the background, STATE/sbxfs.log past this size is renamed sbxfs.log.1 (replacing it) and begun anew.
+  std::uint64_t daemon_log_max = 64 << 20;
   bool foreground = false;
   bool debug = false;
   bool show_help = false;

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <tuple>
 
@@ -85,6 +87,35 @@ TEST(DaemonCli, AStateDirectoryInTheMountPointIsRefused) {
   EXPECT_NE(o.text.find("is the mount point " + t + "/m or inside it"), std::string::npos) << o.text;
   EXPECT_FALSE(std::filesystem::exists(t + "/m")) << "nothing made";
   remove_test_dir(tmpl);
+}
+
+// In the background the daemon's messages go to STATE/sbxfs.log, a line
+// for every refused request: past its size the file becomes sbxfs.log.1
+// and begins anew, so that refusals cannot fill the disk.
+TEST(DaemonCli, TheBackgroundLogIsRenamedAndBegunAnewPastItsSize) {
+  char tmpl[] = "/tmp/sbxfs-cli-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string t = tmpl;
+  auto o = run_shell("mkdir " + t + "/m && timeout 10 '" SBXFS_PATH "' --state-dir " + t + "/st -o daemon_log_max=4096 " +
+                     t + "/m && for i in $(seq 100); do echo '{\"bogus\": '$i'}' > " + t + "/m/cmd; done; echo done");
+  EXPECT_NE(o.text.find("done"), std::string::npos) << o.text;
+  const std::string log = t + "/st/sbxfs.log";
+  std::error_code ec;
+  const auto now = std::filesystem::file_size(log, ec);
+  EXPECT_FALSE(ec) << ec.message();
+  const auto old = std::filesystem::file_size(log + ".1", ec);
+  EXPECT_FALSE(ec) << "no sbxfs.log.1: " << ec.message();
+  // Each past 4096 bytes by one line at most (a line is under 1 KiB here).
+  EXPECT_LT(now, 4096u + 1024u);
+  EXPECT_GE(old, 4096u);
+  EXPECT_LT(old, 4096u + 1024u);
+  std::string text;
+  {
+    std::ifstream in(log + ".1");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(text.find("rejected"), std::string::npos) << text;
+  remove_test_dir(t);
 }
 
 TEST(DaemonCli, OfTwoDaemonsStartedAtOnceAtOneMountPointOneMounts) {
