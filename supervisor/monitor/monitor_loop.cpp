@@ -275,7 +275,7 @@ void Loop::kill_sweep(bool first) {
   sent_sigkill_ = true;
   // The cgroup empty and the command not over: a process of it left the
   // cgroup (only root can move one out); it is still a descendant.
-  if (m_.cg.empty() || m_.cg.kill() != 0 || (!first && !sup::Cgroup::populated(m_.cg_events)))
+  if (m_.cg.empty() || m_.cg.kill() != 0 || !sup::Cgroup::populated(m_.cg_events))
     signal_tree(m_.root, !root_reaped_, SIGKILL, false);
   ++sweeps_;
   if (first) {
@@ -550,7 +550,15 @@ int Loop::run() {
     }
     if (ready(kCg)) {  // populated changed; the read re-arms the event
       const bool members = sup::Cgroup::populated(m_.cg_events);
-      if (!members && state_ != sup::CommandState::restarting && reap() && run_over()) return finish();
+      if (!members && state_ != sup::CommandState::restarting) {
+        if (reap()) {
+          if (run_over()) return finish();
+        } else if (state_ == sup::CommandState::stopping) {
+          // Stopped, and what is left was moved out of the cgroup (only
+          // root can): SIGKILL now, not once the grace is over.
+          on(sup::CommandEvent::grace_over);
+        }
+      }
     }
   }
 }
