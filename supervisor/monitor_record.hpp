@@ -15,10 +15,11 @@ namespace sup {
 
 /// The record's file name in a command's folder.
 inline constexpr const char* kMonitorFile = "monitor.json";
-/// Made (empty) by the monitor when it begins a stop of its own, a
-/// timeout's: the supervisor, which sent no stop, learns that the command
-/// is being stopped (a STOP is refused then, and a paused one is thawed).
-/// Removed before a restart policy's next run.
+/// Made (empty) by the monitor when it begins a stop of its own (a
+/// timeout's), or once a stop has lasted 50 ms: a supervisor that sent no
+/// stop (or was restarted since) learns that the command is being stopped
+/// (a STOP is refused then, and a paused one is thawed). Removed before a
+/// restart policy's next run.
 inline constexpr const char* kStoppingFile = "stopping";
 
 struct MonitorInfo {

@@ -105,6 +105,8 @@ class Loop {
   // The current run's process while it is ours to reap: its pid cannot be reused.
   pid_t own_root() const { return root_reaped_ ? 0 : m_.root; }
   void mark_stopping();
+  static constexpr uint64_t kMarkAfterMs = 50;
+  bool mark_due_ = false;  // the kill timer's next tick makes the stopping mark, then waits out the grace
 
   Monitor& m_;
   bool notified_ = false;  // `notified` is written
@@ -267,11 +269,16 @@ void Loop::send_term() {
   } else {
     signal_tree(m_.root, !root_reaped_, SIGTERM, true);
   }
-  arm_kill_timer(m_.grace_ms, 0);
+  // A stop that outlasts kMarkAfterMs leaves the mark too (a timeout's has
+  // it already): a daemon restarted during its grace knows it. Not at once:
+  // most trees end at their TERM, and a file made is time on every stop.
+  mark_due_ = cause_ != Cause::timeout && m_.grace_ms > kMarkAfterMs;
+  arm_kill_timer(mark_due_ ? kMarkAfterMs : m_.grace_ms, 0);
 }
 
 void Loop::kill_sweep(bool first) {
   if (first) disarm_timeout();
+  mark_due_ = false;  // the kill timer is the sweeps' now
   sent_sigkill_ = true;
   // The cgroup empty and the command not over: a process of it left the
   // cgroup (only root can move one out); it is still a descendant.
@@ -537,7 +544,15 @@ int Loop::run() {
     }
     if (ready(kKill)) {
       uint64_t ticks;
-      if (::read(m_.kill_tfd, &ticks, sizeof ticks) == sizeof ticks) on(sup::CommandEvent::grace_over);
+      if (::read(m_.kill_tfd, &ticks, sizeof ticks) == sizeof ticks) {
+        if (mark_due_) {
+          mark_due_ = false;
+          mark_stopping();
+          arm_kill_timer(m_.grace_ms - kMarkAfterMs, 0);
+        } else {
+          on(sup::CommandEvent::grace_over);
+        }
+      }
     }
     if (ready(kRestart)) {
       uint64_t ticks;
