@@ -25,7 +25,9 @@ class BlockingReadHandle : public Handle {
  public:
   /// `timeoutSec` in the name of `node` (node.params), when given, is the cap.
   BlockingReadHandle(Filesystem& fs, const Node& node, Requester reader, ParkedRequests::Until until)
-      : fs_(fs), id_(node.id()), reader_(reader), until_(until), cap_(fs.config().wait_timeout) {
+      : fs_(fs), id_(node.id()), reader_(reader),
+        owner_(node.record ? node.record->owner_uid : static_cast<uid_t>(-1)), until_(until),
+        cap_(fs.config().wait_timeout) {
     cap_from(node);
   }
   ~BlockingReadHandle() override;
@@ -52,9 +54,18 @@ class BlockingReadHandle : public Handle {
   /// This reader's own condition; null: the record's.
   const ReaderCondition* own_condition() const { return own_.get(); }
 
+  /// The record this file was opened on was removed and the name is
+  /// another user's record now: nothing of it is read or reached through
+  /// this file (ENOENT, as for a record that is gone).
+  bool name_taken_by_another() const {
+    const std::optional<uid_t> now = fs_.sup().owner_of(id_);
+    return now && *now != owner_;
+  }
+
   Filesystem& fs_;
   const std::string id_;
   const Requester reader_;  ///< who opened the file (for `mine`)
+  const uid_t owner_;       ///< of the record it was opened on
 
  private:
   void cap_from(const Node& node);

@@ -302,7 +302,7 @@ class EventsHandle : public FollowedReadHandle {
       // Nothing ran here (a queued command stopped, a record torn on disk):
       // its terminal event says how it ended. An empty slot has no end.
       if (ended && !finished_ && !past_terminal_) {
-        const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
+        const std::optional<sup::CommandStatus> st = status_if_ours();
         if (!st || st->state != "empty") add_terminal();
       }
       finished_ = ended;
@@ -342,7 +342,7 @@ class EventsHandle : public FollowedReadHandle {
         return true;
       }
       if (c->stream == sup::LogStream::marker) {  // an older build's: its count is in `dropped`
-        const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
+        const std::optional<sup::CommandStatus> st = status_if_ours();
         add_truncated(pos_, c->time_us, st ? st->dropped_bytes : 0);
         prev_end_ = index_.position(pos_, sup::LogSelection::all) + c->length;
         ++pos_;
@@ -378,7 +378,7 @@ class EventsHandle : public FollowedReadHandle {
   }
 
   void add_terminal() {
-    const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
+    const std::optional<sup::CommandStatus> st = status_if_ours();
     const bool error = !st || st->state == "error";
     JsonObjectWriter w(text_);
     w.str("type", "terminal").str("state", error ? "error" : "exited");

@@ -12,7 +12,7 @@ std::string FollowedReadHandle::dir_of(const sup::CommandStatus& st) {
 }
 
 bool FollowedReadHandle::ended() const {
-  const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
+  const std::optional<sup::CommandStatus> st = status_if_ours();
   return !st || st->over() || (log_owner_ != 0 && st->log_owner != log_owner_);
 }
 

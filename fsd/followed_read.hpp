@@ -45,6 +45,13 @@ class FollowedReadHandle : public Handle {
     const std::optional<uid_t> now = fs_.sup().owner_of(id_);
     return now && *now != owner_;
   }
+  /// The record under the name now, if it is of the user this file was
+  /// opened on (another user's is as good as gone to this file).
+  std::optional<sup::CommandStatus> status_if_ours() const {
+    std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
+    if (st && st->owner_uid != owner_) st.reset();
+    return st;
+  }
 
   Filesystem& fs_;
   const std::string id_;

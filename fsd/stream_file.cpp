@@ -65,7 +65,7 @@ class StreamHandle : public FollowedReadHandle {
     if (timestamps_) {
       // Its own length, counted on as the log grows: `tail -f` and `wc -c` go
       // by it (not past what a read is not given yet).
-      const std::optional<sup::CommandStatus> now = fs_.sup().status(id_, sup::CpuFigure::skip);
+      const std::optional<sup::CommandStatus> now = status_if_ours();
       Stamped count{nullptr, counted_};
       advance(count_, count, [] { return true; }, now && now->running);
       counted_ = count.length;
@@ -199,6 +199,7 @@ class StreamHandle : public FollowedReadHandle {
     if (!now || now->owner_uid != owner_) return;
     sup::LogIndex next;
     const int err = next.open(dir_);
+    if (name_taken_by_another()) return;  // taken meanwhile
     struct stat st {};
     if (err != 0 && (err != ENOENT || ::stat(dir_.c_str(), &st) != 0)) return;
     index_ = std::move(next);  // closed when the new run has no output yet

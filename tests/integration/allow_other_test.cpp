@@ -212,8 +212,9 @@ TEST_F(AllowOtherTest, ACmdHeldAcrossAnRmdirCannotRunInAnotherUsersSlotOfThatNam
 }
 
 // Every file of procs/NAME/ held open across an rmdir, once another user
-// has made a record of that name: nothing of it reads that record's output,
-// nothing written reaches its command (ENOENT).
+// has made a record of that name: nothing written reaches its command
+// (ENOENT), and nothing read shows it, neither while it runs nor once it
+// has ended (its output, its end, its record).
 TEST_F(AllowOtherTest, FilesHeldAcrossAnRmdirNeitherReadNorReachAnotherUsersRecordOfThatName) {
   const std::string out = dir_ + "/out";
   ASSERT_EQ(mkdir_errno(out), 0);
@@ -221,17 +222,28 @@ TEST_F(AllowOtherTest, FilesHeldAcrossAnRmdirNeitherReadNorReachAnotherUsersReco
   const std::string holder_py = R"(
 import errno, os, sys, time
 m, out = os.environ['MNT'] + '/procs/held/', sys.argv[1]
+def until(name):
+    while not os.path.exists(out + '/' + name): time.sleep(0.02)
 os.mkdir(m)
-reads = {n: os.open(m + n, os.O_RDONLY) for n in ('log', 'stdout', 'events', 'log,timestamps')}
-writes = {n: os.open(m + n, os.O_WRONLY) for n in ('stdin', 'signal', 'steps', 'stop')}
+reads = {n: os.open(m + n, os.O_RDONLY) for n in ('log', 'stdout', 'events', 'log,timestamps', 'wait', 'output')}
+writes = {n: os.open(m + n, os.O_WRONLY) for n in ('stdin', 'signal', 'steps', 'stop', 'ready')}
 os.rmdir(m)
 open(out + '/removed', 'w').close()
-while not os.path.exists(out + '/made'): time.sleep(0.02)
-for n, fd in reads.items(): print(n, os.pread(fd, 4096, 0))
-for n, data in (('stdin', b'INJECTED\n'), ('signal', b'USR1\n'), ('steps', b'start evil\n'), ('stop', b'\n')):
+until('made')
+for n, data in (('stdin', b'INJECTED\n'), ('signal', b'USR1\n'), ('steps', b'start evil\n'), ('stop', b'\n'),
+                ('ready', b'log key\n')):
     try:
         os.write(writes[n], data)
+        os.close(writes[n])
         print(n, 'written')
+    except OSError as e:
+        print(n, errno.errorcode[e.errno])
+open(out + '/wrote', 'w').close()
+until('ended')
+for n, fd in reads.items():
+    try:
+        got = os.pread(fd, 65536, 0)
+        print(n, 'gone' if got == b'' or b'the record is gone' in got else got)
     except OSError as e:
         print(n, errno.errorcode[e.errno])
 )";
@@ -239,7 +251,8 @@ for n, data in (('stdin', b'INJECTED\n'), ('signal', b'USR1\n'), ('steps', b'sta
   ASSERT_EQ(write_file(script, holder_py, O_WRONLY | O_CREAT | O_TRUNC), 0);
   ASSERT_EQ(::chmod(script.c_str(), 0644), 0);
   const pid_t holder = spawn_bg(
-      "cd / && exec setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 " + script + " " + out, out + "/said");
+      "cd / && exec setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 " + script + " " + out,
+      out + "/said");
   ASSERT_GT(holder, 0);
   ASSERT_TRUE(wait_until([&] { return read_file(out + "/removed").err == 0; }, 10s)) << read_file(out + "/said").data;
   // Root's record of that name now, with output and an input to write to.
@@ -248,15 +261,19 @@ for n, data in (('stdin', b'INJECTED\n'), ('signal', b'USR1\n'), ('steps', b'sta
   ASSERT_EQ(id, "held");
   ASSERT_TRUE(wait_until([&] { return log(id) == "key=***************\n"; }, 10s)) << log(id);
   ASSERT_EQ(write_file(out + "/made", "", O_WRONLY | O_CREAT), 0);
+  ASSERT_TRUE(wait_until([&] { return read_file(out + "/wrote").err == 0; }, 10s)) << read_file(out + "/said").data;
+  EXPECT_EQ(log(id), "key=***************\n");
+  json st = status_json(id);
+  EXPECT_EQ(st["running"], true) << st.dump();
+  EXPECT_EQ(st["ready"], nullptr) << st.dump();
+  EXPECT_EQ(parse_json(read_file(p("procs/held/steps.json")).data), json::array());
+  // Ended (by root): the held files show nothing of it either.
+  ASSERT_EQ(write_file(p("procs/held/stop"), "\n"), 0);
+  ASSERT_EQ(write_file(out + "/ended", "", O_WRONLY | O_CREAT), 0);
   ASSERT_EQ(wait_bg(holder, 20s), std::optional<int>(0));
   EXPECT_EQ(read_file(out + "/said").data,
-            "log b''\nstdout b''\nevents b''\nlog,timestamps b''\n"
-            "stdin ENOENT\nsignal ENOENT\nsteps ENOENT\nstop ENOENT\n");
-  EXPECT_EQ(log(id), "key=***************\n");
-  const json st = status_json(id);
-  EXPECT_EQ(st["running"], true) << st.dump();
-  EXPECT_EQ(parse_json(read_file(p("procs/held/steps.json")).data), json::array());
-  ASSERT_EQ(write_file(p("procs/held/stop"), "\n"), 0);
+            "stdin ENOENT\nsignal ENOENT\nsteps ENOENT\nstop ENOENT\nready ENOENT\n"
+            "log gone\nstdout gone\nevents gone\nlog,timestamps gone\nwait ENOENT\noutput ENOENT\n");
 }
 
 // A scratch file nobody renamed goes with a line in `errors`, which every
