@@ -515,6 +515,14 @@ int Loop::run() {
     return state_ != sup::CommandState::restarting && reap() &&
            (m_.cg_events < 0 || !sup::Cgroup::populated(m_.cg_events));
   };
+  // Stopped, the command's first process reaped, the cgroup empty, and
+  // children still there: they were moved out of the cgroup (only root
+  // can), and get SIGKILL now, not once the grace is over. (Before the
+  // first process is reaped, an empty cgroup may be its exit under way.)
+  auto left_the_cgroup = [this] {
+    return state_ == sup::CommandState::stopping && root_reaped_ && m_.cg_events >= 0 &&
+           !sup::Cgroup::populated(m_.cg_events);
+  };
   // A SIGCHLD may have been consumed before the loop; check once up front.
   if (ended() && run_over()) return finish();
   for (;;) {
@@ -562,15 +570,14 @@ int Loop::run() {
       bool sigchld = false;
       read_signals(&sigchld);
       if (sigchld && ended() && run_over()) return finish();
+      if (sigchld && left_the_cgroup()) on(sup::CommandEvent::grace_over);
     }
     if (ready(kCg)) {  // populated changed; the read re-arms the event
       const bool members = sup::Cgroup::populated(m_.cg_events);
       if (!members && state_ != sup::CommandState::restarting) {
         if (reap()) {
           if (run_over()) return finish();
-        } else if (state_ == sup::CommandState::stopping) {
-          // Stopped, and what is left was moved out of the cgroup (only
-          // root can): SIGKILL now, not once the grace is over.
+        } else if (left_the_cgroup()) {
           on(sup::CommandEvent::grace_over);
         }
       }
