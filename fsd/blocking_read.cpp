@@ -36,7 +36,7 @@ bool BlockingReadHandle::answer_ready() {
     if (answer_) return true;
   }
   const std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
-  return !st || st->owner_uid != owner_ || st->over() || (until_ == ParkedRequests::Until::ready && (own_ ? own_->met_for(*st) : st->ready));
+  return !st || !opened_.ours(*st) || st->over() || (until_ == ParkedRequests::Until::ready && (own_ ? own_->met_for(*st) : st->ready));
 }
 
 Reply BlockingReadHandle::poll(fuse_req_t, fuse_pollhandle* ph, unsigned events) {
@@ -60,7 +60,7 @@ Reply BlockingReadHandle::answer(ParkedRequests::Outcome why, std::size_t size, 
   if (!answer_) {
     const std::optional<sup::CommandStatus> st =
         fs_.sup().status(id_, shows_cpu() ? sup::CpuFigure::sample : sup::CpuFigure::skip);
-    if (!st || why == ParkedRequests::Outcome::gone || st->owner_uid != owner_) return Reply::error(ENOENT);
+    if (!st || why == ParkedRequests::Outcome::gone || !opened_.ours(*st)) return Reply::error(ENOENT);
     answer_ = build(*st, why);
   }
   return Reply::slice(*answer_, off, size);

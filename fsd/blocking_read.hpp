@@ -15,6 +15,7 @@
 #include <string>
 
 #include "fsd/filesystem.hpp"
+#include "fsd/opened_on.hpp"
 #include "fsd/handle.hpp"
 #include "fsd/parked_requests.hpp"
 #include "fsd/reader_condition.hpp"
@@ -26,7 +27,7 @@ class BlockingReadHandle : public Handle {
   /// `timeoutSec` in the name of `node` (node.params), when given, is the cap.
   BlockingReadHandle(Filesystem& fs, const Node& node, Requester reader, ParkedRequests::Until until)
       : fs_(fs), id_(node.id()), reader_(reader),
-        owner_(node.record ? node.record->owner_uid : static_cast<uid_t>(-1)), until_(until),
+        opened_(node.record), until_(until),
         cap_(fs.config().wait_timeout) {
     cap_from(node);
   }
@@ -54,18 +55,14 @@ class BlockingReadHandle : public Handle {
   /// This reader's own condition; null: the record's.
   const ReaderCondition* own_condition() const { return own_.get(); }
 
-  /// The record this file was opened on was removed and the name is
-  /// another user's record now: nothing of it is read or reached through
-  /// this file (ENOENT, as for a record that is gone).
-  bool name_taken_by_another() const {
-    const std::optional<uid_t> now = fs_.sup().owner_of(id_);
-    return now && *now != owner_;
-  }
+  /// Another user's record has the name now: nothing of it is read or
+  /// reached through this file (opened_on.hpp).
+  bool name_taken_by_another() const { return opened_.taken(fs_.sup(), id_); }
 
   Filesystem& fs_;
   const std::string id_;
   const Requester reader_;  ///< who opened the file (for `mine`)
-  const uid_t owner_;       ///< of the record it was opened on
+  const OpenedOn opened_;   ///< whose record it was opened on
 
  private:
   void cap_from(const Node& node);

@@ -12,13 +12,14 @@
 
 #include "fsd/filesystem.hpp"
 #include "fsd/handle.hpp"
+#include "fsd/opened_on.hpp"
 
 namespace fsd {
 
 class FollowedReadHandle : public Handle {
  public:
   FollowedReadHandle(Filesystem& fs, const sup::CommandStatus& st, bool follow)
-      : fs_(fs), id_(st.bg_id), log_owner_(st.log_owner), owner_(st.owner_uid), dir_(dir_of(st)), follow_(follow) {}
+      : fs_(fs), id_(st.bg_id), log_owner_(st.log_owner), opened_(st.owner_uid), dir_(dir_of(st)), follow_(follow) {}
   ~FollowedReadHandle() override;
 
   Reply read(fuse_req_t req, std::size_t size, off_t off) override;
@@ -41,22 +42,19 @@ class FollowedReadHandle : public Handle {
   /// The record this file was opened on was removed and the name is
   /// another user's record now: its output is never read through this
   /// file (a file opened before the log was made binds to it on its first read).
-  bool name_taken_by_another() const {
-    const std::optional<uid_t> now = fs_.sup().owner_of(id_);
-    return now && *now != owner_;
-  }
+  bool name_taken_by_another() const { return opened_.taken(fs_.sup(), id_); }
   /// The record under the name now, if it is of the user this file was
   /// opened on (another user's is as good as gone to this file).
   std::optional<sup::CommandStatus> status_if_ours() const {
     std::optional<sup::CommandStatus> st = fs_.sup().status(id_, sup::CpuFigure::skip);
-    if (st && st->owner_uid != owner_) st.reset();
+    if (st && !opened_.ours(*st)) st.reset();
     return st;
   }
 
   Filesystem& fs_;
   const std::string id_;
   const std::uint64_t log_owner_;  ///< of the run this file shows (restarts write on into its log); 0: not started yet
-  const uid_t owner_;              ///< of the record it was opened on
+  const OpenedOn opened_;          ///< whose record it was opened on
   const std::string dir_;
   const bool follow_;
 

@@ -167,7 +167,7 @@ class ReadyHandle : public BlockingReadHandle {
       summary = summary_;
     }
     const std::string path = "procs/" + id_ + "/ready";
-    if (name_taken_by_another()) return sup::Error{sup::Errc::not_found, "the command this file was opened on was removed"};
+    if (name_taken_by_another()) return OpenedOn::gone();
     if (const sup::Status st = fs_.sup().set_ready(id_, *c); !st) {
       fs_.errors().add(path, st.error().code, st.error().message, summary, id_);
       return st;

@@ -9,6 +9,7 @@
 
 #include "fsd/filesystem.hpp"
 #include "fsd/handle.hpp"
+#include "fsd/opened_on.hpp"
 
 namespace fsd {
 
@@ -17,24 +18,20 @@ class RecordHandle : public Handle {
   /// `file`: the name in procs/ID/ ("signal", "steps"...).
   RecordHandle(Filesystem& fs, const Node& node, const char* file)
       : fs_(fs), id_(node.id()), path_("procs/" + id_ + "/" + file),
-        owner_(node.record ? node.record->owner_uid : static_cast<uid_t>(-1)) {}
+        opened_(node.record) {}
 
-  /// ENOENT when the record this file was opened on was removed and the
-  /// name is another user's record now (an rmdir, then theirs): nothing
-  /// reaches that one through this file. The same user's next record of the
-  /// name (a slot run again) is still this file's, as for the log.
+  /// ENOENT when another user's record has the name now (opened_on.hpp).
   std::optional<Reply> removed_since_open() const {
-    const std::optional<uid_t> now = fs_.sup().owner_of(id_);
-    if (!now || *now == owner_) return std::nullopt;
+    if (!opened_.taken(fs_.sup(), id_)) return std::nullopt;
     return removed();
   }
   /// That ENOENT, for a caller that has the record's status already.
-  static Reply removed() { return Reply::fail({sup::Errc::not_found, "the command this file was opened on was removed"}); }
+  static Reply removed() { return Reply::fail(OpenedOn::gone()); }
 
   Filesystem& fs_;
   const std::string id_;
   const std::string path_;
-  const uid_t owner_;
+  const OpenedOn opened_;
 };
 
 }  // namespace fsd

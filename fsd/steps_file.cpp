@@ -54,7 +54,7 @@ class StepsHandle : public RecordHandle {
       st = fs_.sup().status(id_);
     }
     if (!st) return Reply::error(ENOENT);
-    if (st->owner_uid != owner_) return removed();
+    if (!opened_.ours(*st)) return removed();
     const sup::Status ok = fs_.steps().apply(*st, lines);
     if (!ok) {
       fs_.errors().add(path_, ok.error().code, ok.error().message, lines, id_);

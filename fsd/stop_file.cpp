@@ -38,7 +38,7 @@ class StopHandle : public RecordHandle {
     // (a lone `sleep`) may be over already when the stop returns, and it
     // was still stopped (note_action completes a step whose end came first).
     const std::optional<sup::CommandStatus> rec = fs_.sup().status(id_);
-    if (rec && rec->owner_uid != owner_) return removed();
+    if (rec && !opened_.ours(*rec)) return removed();
     const sup::Status st = fs_.sup().stop(id_);
     if (!st) {
       fs_.errors().add(path_, st.error().code, st.error().message, data, id_);

@@ -196,7 +196,7 @@ class StreamHandle : public FollowedReadHandle {
   void rebind() {
     // Never another user's record of that name (made after an rmdir).
     const std::optional<sup::CommandStatus> now = fs_.sup().status(id_, sup::CpuFigure::skip);
-    if (!now || now->owner_uid != owner_) return;
+    if (!now || !opened_.ours(*now)) return;
     sup::LogIndex next;
     const int err = next.open(dir_);
     if (name_taken_by_another()) return;  // taken meanwhile

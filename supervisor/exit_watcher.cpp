@@ -119,7 +119,7 @@ void Supervisor::Impl::watch_running(Record& r) {
   }
   watch_log(r);
   if (dropped_bytes(dir_of(id))) r.truncated = true;  // created before the watch
-  if (record_has(id, kStoppingFile)) note_monitor_stopping(r);  // a timeout's stop under way (also at load)
+  if (record_has(id, kStoppingFile)) note_monitor_stopping(r);  // a stop the monitor marked (also at load)
   (void)apply_monitor_record(r);  // a run that ended (restart policy) before the watch
   // Output written before the watch existed is announced too.
   struct stat st{};

@@ -170,8 +170,9 @@ Status Supervisor::signal(const std::string& id, int sig) {
   if (it == impl_->records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
   Record& r = it->second;
   if (Status st = check_started(id, r); !st) return st;
-  // A timeout's stop is the monitor's: its mark is looked at here too, so a
-  // STOP written after the TERM went finds it whether or not its news came.
+  // A stop this daemon did not send (a timeout's, or one from before a
+  // restart) is known by the monitor's mark: looked at here too, so a STOP
+  // written after the mark finds it whether or not its news came.
   if (sig == SIGSTOP && impl_->record_has(id, kStoppingFile)) Impl::note_monitor_stopping(r);
   if (sig == SIGSTOP && (r.state == CommandState::stopping || r.state == CommandState::killing))
     return Error{Errc::busy, "'" + id + "' is being stopped: a STOP would only hold that up (its grace would end in SIGKILL)"};

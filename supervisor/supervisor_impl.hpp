@@ -171,8 +171,8 @@ struct Supervisor::Impl {
   void on_monitor_record(const std::string& id);
   /// Takes what r's monitor.json says now; true for a run the record did not know. Needs mu.
   bool apply_monitor_record(Record& r);
-  /// r's monitor began a stop of its own (a timeout: kStoppingFile): a
-  /// running or paused record is stopping. Needs mu.
+  /// r's monitor marked a stop under way (kStoppingFile: a timeout's, or
+  /// one that lasts): a running or paused record is stopping. Needs mu.
   static void note_monitor_stopping(Record& r) { r.state = transition(r.state, CommandEvent::timed_out).next; }
   void finish_unknown(const std::string& dir, const MonitorInfo* m, const std::vector<std::string>& env_marks);
 

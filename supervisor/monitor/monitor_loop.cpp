@@ -404,7 +404,7 @@ void Loop::arm_delay() {
 }
 
 void Loop::start_next_run() {
-  ::unlinkat(m_.dirfd, sup::kStoppingFile, 0);  // a timeout's stop of the last run is over
+  ::unlinkat(m_.dirfd, sup::kStoppingFile, 0);  // the last run's stop (a timeout's) is over
   ++restarts_;
   root_reaped_ = false;
   root_status_ = 0;
