@@ -55,6 +55,8 @@ struct Stream {
 class Relay {
  public:
   enum class Result { moved, empty, closed };
+  // The most one read takes.
+  static constexpr size_t kReadBuffer = 256 * 1024;
 
   // `index` and `log` are created in dirfd by open_log(), or at the first
   // output. log_max: bytes kept, 0 = no limit.
@@ -66,8 +68,8 @@ class Relay {
   bool open_log();
   // One read of s.pipe, written out. Closes s.pipe at EOF.
   Result pump(Stream& s);
-  // Reads until s.pipe is empty or at EOF (bounded).
-  void drain(Stream& s);
+  // Reads both pipes in turn until each is empty or at EOF (bounded).
+  void drain();
   // Bytes of output dropped by log_max (read and not kept).
   uint64_t dropped() const { return dropped_; }
   // A line of sbxfs's own between two runs (restart policy): a marker chunk
@@ -116,6 +118,7 @@ class Relay {
   uint64_t log_max_;
   sup::LogCaps caps_;
   Stream &out_, &err_;
+  size_t read_max_ = kReadBuffer;  // one read's cap: less with log_max
   Part head_;              // log and index (data/index -1 until made)
   Part tail_[3];           // the tail segments kept, oldest first (a third while one is made)
   int tails_ = 0;

@@ -354,8 +354,7 @@ Loop::Outcome Loop::outcome() {
 }
 
 bool Loop::run_over() {
-  m_.relay->drain(m_.out);
-  m_.relay->drain(m_.err);
+  m_.relay->drain();
   if (m_.restart == sup::RestartPolicy::no || m_.restart_tfd < 0) return true;
   const Outcome o = outcome();
   const sup::RunEnd end{o.exit_code, o.sig != 0, stop_asked_};
@@ -455,8 +454,7 @@ void Loop::write_monitor_record() {
 
 int Loop::finish() {
   on(sup::CommandEvent::ended);
-  m_.relay->drain(m_.out);
-  m_.relay->drain(m_.err);
+  m_.relay->drain();
   const Outcome o = outcome();
   sup::ExitInfo e;
   e.exit_code = o.exit_code;

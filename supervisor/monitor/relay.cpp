@@ -47,22 +47,32 @@ namespace sbxmon {
 
 namespace {
 
-constexpr size_t kChunk = 256 * 1024;
 // A pipe found busy is grown to this (the default pipe-max-size). Not at
 // start: pipe pages count against the user's pipe-user-pages-soft (64 MiB
 // by default), past which an unprivileged user's new pipes get 2 pages.
 constexpr int kBigPipe = 1 << 20;
 constexpr size_t kBusyRead = 16 * 1024;
+// The smallest read cap log_max sets (below, Relay::Relay).
+constexpr size_t kLeastRead = 4096;
 // drain(): rounds before giving up on a writer outside the tree that never stops.
 constexpr int kDrainRounds = 1024;
 
 // Only the pages a read touched count in the monitor's memory.
-char g_buf[kChunk];
+char g_buf[Relay::kReadBuffer];
 
 }  // namespace
 
 Relay::Relay(int dirfd, uint64_t log_max, Stream& out, Stream& err)
-    : dirfd_(dirfd), log_max_(log_max), caps_(sup::log_caps(log_max)), out_(out), err_(err) {}
+    : dirfd_(dirfd), log_max_(log_max), caps_(sup::log_caps(log_max)), out_(out), err_(err) {
+  // Past log_max only the latest quarter to half is kept, in the order of
+  // the reads. The two pipes fill side by side while the monitor is away
+  // (up to 1 MiB each), so one read larger than that could push the other
+  // stream's last output out of the tail although the command wrote both at
+  // once. Reads of at most half a segment, taken in turn, leave the last
+  // read of each stream in the tail.
+  if (log_max_ > 0)
+    read_max_ = static_cast<size_t>(std::clamp<uint64_t>(caps_.segment / 2, kLeastRead, Relay::kReadBuffer));
+}
 
 Relay::~Relay() {
   for (int fd : {head_.data, head_.index, dropped_fd_})
@@ -306,7 +316,7 @@ void Relay::count_dropped() {
 
 Relay::Result Relay::pump(Stream& s) {
   if (s.pipe < 0) return Result::closed;
-  const ssize_t n = ::read(s.pipe, g_buf, kChunk);
+  const ssize_t n = ::read(s.pipe, g_buf, read_max_);
   if (n < 0 && errno == EINTR) return Result::moved;  // nothing lost: try again
   if (n < 0 && errno == EAGAIN) return Result::empty;
   if (n <= 0) {
@@ -316,7 +326,7 @@ Relay::Result Relay::pump(Stream& s) {
   }
   const size_t len = static_cast<size_t>(n);
   // A quarter of a default pipe waited: the writer keeps pace with us.
-  if (!s.grown && len >= kBusyRead) grow(s);
+  if (!s.grown && len >= std::min(kBusyRead, read_max_)) grow(s);
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const int64_t time_us = static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
@@ -324,11 +334,16 @@ Relay::Result Relay::pump(Stream& s) {
   return Result::moved;
 }
 
-void Relay::drain(Stream& s) {
-  // Until the pipe is empty or at EOF; bounded in case a process outside
-  // the tree holds the write end and keeps writing.
-  for (int i = 0; i < kDrainRounds; ++i)
-    if (pump(s) != Result::moved) return;
+void Relay::drain() {
+  // Until both pipes are empty or at EOF; in turn, as while the command
+  // runs (an end found both full, and one stream drained before the other
+  // pushed that one's last output out of the tail). Bounded in case a
+  // process outside the tree holds a write end and keeps writing.
+  bool out = true, err = true;
+  for (int i = 0; i < kDrainRounds && (out || err); ++i) {
+    if (out) out = pump(out_) == Result::moved;
+    if (err) err = pump(err_) == Result::moved;
+  }
 }
 
 }  // namespace sbxmon

@@ -22,6 +22,13 @@ std::string seq(int n) {
   return s;
 }
 
+/// Lines "WORD 0" to "WORD N-1".
+std::string numbered(const std::string& word, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += word + " " + std::to_string(i) + "\n";
+  return s;
+}
+
 /// `text` split at marker lines. A marker follows a newline of its own
 /// unless the bytes before it end a line, so a piece's last newline may be
 /// the marker's: it is left out (a piece is then still a part of the output).
@@ -182,13 +189,8 @@ TEST_F(LogTail, TwoStreamsEachKeepTheirOwnHeadAndTail) {
   EXPECT_TRUE(err.starts_with("err 0\n")) << err.substr(0, 200);
   EXPECT_TRUE(out.ends_with("out 7999\n"));
   EXPECT_TRUE(err.ends_with("err 7999\n"));
-  std::string out_truth, err_truth;
-  for (int i = 0; i < 8000; ++i) {
-    out_truth += "out " + std::to_string(i) + "\n";
-    err_truth += "err " + std::to_string(i) + "\n";
-  }
-  expect_coherent(out, out_truth, "stdout");
-  expect_coherent(err, err_truth, "stderr");
+  expect_coherent(out, numbered("out", 8000), "stdout");
+  expect_coherent(err, numbered("err", 8000), "stderr");
   EXPECT_EQ(pieces(out).size(), 2u);
   EXPECT_EQ(pieces(err).size(), 2u);
   EXPECT_LE(file("procs/" + id + "/log").size(), kMax + 200);
@@ -196,6 +198,45 @@ TEST_F(LogTail, TwoStreamsEachKeepTheirOwnHeadAndTail) {
   EXPECT_TRUE(o["stdout"].get<std::string>().ends_with("out 7999\n"));
   EXPECT_TRUE(o["stderr"].get<std::string>().ends_with("err 7999\n"));
   EXPECT_TRUE(file("procs/" + id + "/tail").ends_with("7999\n"));
+}
+
+TEST_F(LogTail, BothStreamsKeepTheirEndWhenTheMonitorFindsBothPipesFull) {
+  // The monitor away (a loaded machine; SIGSTOP here) while the command
+  // writes 45 KB to each stream, more than the tail keeps: the last output
+  // of both must be in the tail, however the monitor takes the two pipes
+  // (it once read each whole, one after the other: the first one's end was
+  // pushed out by the other's, and stdout ended at the marker).
+  const std::string go = dir_ + "/go", done = dir_ + "/done";
+  const std::string lines = "do echo \"out $i\"; echo \"err $i\" >&2; i=$((i+1)); done; ";
+  const std::string id = start("i=0; while [ $i -lt 4000 ]; " + lines + "while [ ! -e '" + go +
+                               "' ]; do sleep 0.01; done; while [ $i -lt 9000 ]; " + lines + ": > '" + done + "'");
+  ASSERT_FALSE(id.empty());
+  // The tail has begun and the monitor has read all of the first part.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return file("procs/" + id + "/stdout").ends_with("out 3999\n") &&
+               file("procs/" + id + "/stderr").ends_with("err 3999\n");
+      },
+      20s));
+  const pid_t monitor = parse_json(read_file(state_ + "/procs/" + id + "/monitor.json").data)["monitorPid"];
+  ASSERT_EQ(::kill(monitor, SIGSTOP), 0);
+  struct Cont {
+    pid_t pid;
+    ~Cont() { ::kill(pid, SIGCONT); }
+  } cont{monitor};
+  ASSERT_EQ(write_file(go, "", O_WRONLY | O_CREAT), 0);
+  ASSERT_TRUE(wait_until([&] { return ::access(done.c_str(), F_OK) == 0; }, 20s)) << "the command is blocked";
+  ASSERT_EQ(::kill(monitor, SIGCONT), 0);
+  const json w = wait_json(id, 30);
+  ASSERT_EQ(w["proc"]["exitCode"], 0) << w.dump();
+  const std::string out = file("procs/" + id + "/stdout"), err = file("procs/" + id + "/stderr");
+  EXPECT_TRUE(out.ends_with("out 8999\n")) << out.substr(out.size() > 200 ? out.size() - 200 : 0);
+  EXPECT_TRUE(err.ends_with("err 8999\n")) << err.substr(err.size() > 200 ? err.size() - 200 : 0);
+  const json o = json::parse(file("procs/" + id + "/output"));
+  EXPECT_TRUE(o["stdout"].get<std::string>().ends_with("out 8999\n"));
+  EXPECT_TRUE(o["stderr"].get<std::string>().ends_with("err 8999\n"));
+  expect_coherent(out, numbered("out", 9000), "stdout");
+  expect_coherent(err, numbered("err", 9000), "stderr");
 }
 
 TEST_F(LogTail, FollowersStartedBeforeTheCapSeeACoherentStreamAndEnd) {
