@@ -52,8 +52,9 @@ namespace {
 // by default), past which an unprivileged user's new pipes get 2 pages.
 constexpr int kBigPipe = 1 << 20;
 constexpr size_t kBusyRead = 16 * 1024;
-// The smallest read cap log_max sets (below, Relay::Relay).
-constexpr size_t kLeastRead = 4096;
+// The smallest read cap log_max sets (below, Relay::Relay): a tiny
+// log_max must not make a read, a write and a rotation per byte.
+constexpr size_t kLeastRead = 64;
 // drain(): rounds before giving up on a writer outside the tree that never stops.
 constexpr int kDrainRounds = 1024;
 
@@ -69,7 +70,9 @@ Relay::Relay(int dirfd, uint64_t log_max, Stream& out, Stream& err)
   // (up to 1 MiB each), so one read larger than that could push the other
   // stream's last output out of the tail although the command wrote both at
   // once. Reads of at most half a segment, taken in turn, leave the last
-  // read of each stream in the tail.
+  // read of each stream in the tail. (Which stream wrote first is not
+  // known across two pipes: one that wrote last, after the other's burst,
+  // may be read before that burst's end.)
   if (log_max_ > 0)
     read_max_ = static_cast<size_t>(std::clamp<uint64_t>(caps_.segment / 2, kLeastRead, Relay::kReadBuffer));
 }

@@ -79,9 +79,21 @@ class LogLimitTest : public SupervisorTest {
 
 TEST_F(LogLimitTest, KeepsTheHeadAndTheLatestOutputAndCountsWhatIsGone) {
   // 300 000 bytes through a pipe that holds 64 KiB: the command only ends
-  // if the monitor keeps draining past the cap.
-  auto r = sup_->start(shell("head -c 300000 /dev/zero | tr '\\0' a; printf E >&2"));
+  // if the monitor keeps draining past the cap. The E once they are all
+  // read: which of two pipes was written first is not known to the
+  // monitor, so an E written while stdout still waited in its pipe could
+  // be read before the rest of it.
+  sup::StartSpec spec = shell("head -c 300000 /dev/zero | tr '\\0' a; read go; printf E >&2");
+  spec.stdin_pipe = true;
+  auto r = sup_->start(spec);
   SBX_ASSERT_OK(r);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        sup::LogIndex idx;
+        return idx.open(record_dir(r->bg_id)) == 0 && idx.stream_size(sup::LogStream::out) == 300000;
+      },
+      20000ms));
+  SBX_ASSERT_OK(sup_->write_stdin(r->bg_id, "\n"));
   auto st = wait_ended(r->bg_id, 20000ms);
   ASSERT_TRUE(st);
   EXPECT_EQ(st->exit_code, 0);
@@ -92,7 +104,7 @@ TEST_F(LogLimitTest, KeepsTheHeadAndTheLatestOutputAndCountsWhatIsGone) {
   EXPECT_TRUE(st->truncated);
   EXPECT_EQ(st->dropped_bytes, 300001 - kCap / 2 - kept);
   EXPECT_EQ(read_file(st->log_file), std::string(kCap / 2, 'a')) << "the head stays in log";
-  // The monitor reads the two pipes in any order: the E is among the last bytes.
+  // The E is among the last bytes.
   const std::string all = view(dir, LogSelection::all), head = std::string(kCap / 2, 'a') + marker(false);
   ASSERT_TRUE(all.starts_with(head)) << all.substr(0, 600);
   std::string tail = all.substr(head.size());
