@@ -90,7 +90,10 @@ bool is_utf8(std::string_view in) {
 class EventsHandle : public FollowedReadHandle {
  public:
   EventsHandle(Filesystem& fs, const sup::CommandStatus& st, bool follow, std::optional<std::string> since)
-      : FollowedReadHandle(fs, st, follow), since_(std::move(since)), secrets_(fs.sup().secrets(st.bg_id)) {
+      : FollowedReadHandle(fs, st, follow),
+        since_(std::move(since)),
+        secrets_(fs.sup().secrets(st.bg_id)),
+        blind_(fs.sup().secret_blind()) {
     reach_ = sup::secret_reach(secrets_);
   }
 
@@ -215,7 +218,7 @@ class EventsHandle : public FollowedReadHandle {
   /// Whether chunk `n` holds some of the last bytes of its stream that may
   /// begin a secret the command is writing in pieces: while it runs, its
   /// event (and those after it) waits for the rest.
-  bool held(std::uint64_t n) const { return sup::chunk_held(index_, n, secrets_); }
+  bool held(std::uint64_t n) const { return sup::chunk_held(index_, n, secrets_, blind_); }
 
   /// Stream bytes [lo, hi) masked, read with `reach_` around them.
   /// False when the log does not hold them all yet.
@@ -229,7 +232,8 @@ class EventsHandle : public FollowedReadHandle {
     // A secret cut by the gap: its part on this side is masked too.
     if (!secrets_.empty() && gap_in(s)) {
       const auto sel = selection(s);
-      sup::mask_secret_parts(*out, secrets_, lo == index_.kept_start(sel), hi == index_.head_size(sel));
+      sup::mask_secret_parts(*out, secrets_, lo == index_.kept_start(sel), hi == index_.head_size(sel),
+                             blind_);
     }
     return true;
   }
@@ -412,6 +416,7 @@ class EventsHandle : public FollowedReadHandle {
 
   const std::optional<std::string> since_;
   const std::vector<std::string> secrets_;
+  const std::size_t blind_;  // Supervisor::secret_blind()
   std::size_t reach_ = 0;
 
   std::mutex mu_;

@@ -247,8 +247,9 @@ std::string Filesystem::log_tail(const sup::CommandStatus& st, std::size_t bytes
   const std::vector<std::string> secrets = sup_.secrets(st.bg_id);
   const std::size_t widen = std::max<std::size_t>(1024, sup::secret_reach(secrets) + 1);
   // A running command's last bytes that may begin a secret wait for the rest.
-  if (std::optional<std::string> end = sup::log_view_end(dir, sup::LogSelection::all, bytes + widen, secrets,
-                                                         st.running, sup::LogView::Masking::cut_parts)) {
+  if (std::optional<std::string> end =
+          sup::log_view_end(dir, sup::LogSelection::all, bytes + widen, secrets, sup_.secret_blind(), st.running,
+                            sup::LogView::Masking::cut_parts)) {
     return std::string(sup::utf8_tail(sup::mask_secrets_end(*end, secrets, bytes), bytes));
   }
   const int fd = ::open(st.log_file.c_str(), O_RDONLY | O_CLOEXEC);

@@ -73,7 +73,8 @@ Stream read_end_once(const std::string& path, std::size_t cap, ino_t* ino) {
 /// The last `cap` bytes of the stream whose file would be `path`, from the
 /// log's index as a new reader of the stream sees it (past log_max: the
 /// latest output); nullopt when the record has none (an older build's).
-std::optional<Stream> read_end_indexed(const std::string& path, std::size_t cap, const std::vector<std::string>& secrets) {
+std::optional<Stream> read_end_indexed(const std::string& path, std::size_t cap, const std::vector<std::string>& secrets,
+                                       std::size_t blind) {
   const std::size_t slash = path.rfind('/');
   if (slash == std::string::npos) return std::nullopt;
   const sup::LogSelection which = path.ends_with("/stderr") ? sup::LogSelection::err : sup::LogSelection::out;
@@ -81,7 +82,7 @@ std::optional<Stream> read_end_indexed(const std::string& path, std::size_t cap,
   bool gap = false;
   // Whole secrets are masked by the caller ("****"); those cut by a gap here.
   // (A running command's last bytes that may begin a secret: held back by the caller, for every record.)
-  std::optional<std::string> end = sup::log_view_end(path.substr(0, slash), which, cap, secrets, false,
+  std::optional<std::string> end = sup::log_view_end(path.substr(0, slash), which, cap, secrets, blind, false,
                                                      sup::LogView::Masking::cut_parts, &s.size, &gap);
   if (!end) return std::nullopt;
   s.bytes = std::move(*end);
@@ -91,8 +92,8 @@ std::optional<Stream> read_end_indexed(const std::string& path, std::size_t cap,
 }
 
 /// The last `cap` bytes of `path` (an empty stream when it cannot be read).
-Stream read_end(const std::string& path, std::size_t cap, const std::vector<std::string>& secrets) {
-  if (std::optional<Stream> indexed = read_end_indexed(path, cap, secrets)) return *indexed;
+Stream read_end(const std::string& path, std::size_t cap, const std::vector<std::string>& secrets, std::size_t blind) {
+  if (std::optional<Stream> indexed = read_end_indexed(path, cap, secrets, blind)) return *indexed;
   Stream s;
   for (int attempt = 0; attempt < 3; ++attempt) {
     ino_t ino = 0;
@@ -128,16 +129,17 @@ class OutputHandle : public BlockingReadHandle {
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
     const std::size_t cap = cap_;
     const std::vector<std::string> secrets = fs_.sup().secrets(st.bg_id);
+    const std::size_t blind = fs_.sup().secret_blind();
     // Read wider by the longest secret, so that one the cap cuts is still
     // found; mask_secrets_end cuts to the cap and shows what of it is
     // left as "****".
     const std::size_t widen = secrets.empty() ? 0 : sup::secret_reach(secrets) + 1;
     const std::size_t read_cap = cap > SIZE_MAX - widen ? SIZE_MAX : cap + widen;
-    Stream out = read_end(st.stdout_file, read_cap, secrets);
-    Stream err = read_end(st.stderr_file, read_cap, secrets);
+    Stream out = read_end(st.stdout_file, read_cap, secrets, blind);
+    Stream err = read_end(st.stderr_file, read_cap, secrets, blind);
     for (Stream* s : {&out, &err}) {
       // Still running: its last bytes that may begin a secret wait for the rest.
-      if (st.running) s->bytes.resize(s->bytes.size() - sup::secret_start_at_end(s->bytes, secrets));
+      if (st.running) s->bytes.resize(s->bytes.size() - sup::secret_start_at_end(s->bytes, secrets, blind));
       if (!secrets.empty()) s->bytes = sup::mask_secrets_end(s->bytes, secrets, cap);
       s->truncated = s->truncated || s->size > cap;
     }

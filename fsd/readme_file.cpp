@@ -171,7 +171,9 @@ WHOSE WORK IS IT
 
 Secrets (secretEnv values, the daemon's secrets file) are shown as **** in
 cmd, status.json, tail, wait and errors, and each of their bytes as * in the
-log files, events and a ready answer's "matched".
+log files, events and a ready answer's "matched". While a command runs,
+the end of an unfinished line that may begin one waits for more output
+(with a secrets file: always, so that what waits tells nothing).
 Commands keep running when the daemon stops; a restarted daemon finds them.
 Errors of rejected requests: cat errors (one JSON object per line, the
 latest 100; kept across restarts of the daemon).

@@ -141,7 +141,7 @@ class StreamHandle : public FollowedReadHandle {
         if (sup::in_selection(c->stream, sel_)) break;
       }
       if (n >= index_.end()) return false;
-      return ended || secrets_.empty() || !stamp_held(n, sup::stream_holds(index_, secrets_));
+      return ended || secrets_.empty() || !stamp_held(n, sup::stream_holds(index_, secrets_, blind_));
     }
     view_.live(index_, !ended);
     return at < view_.size(index_) - (ended ? 0 : view_.held(index_));
@@ -214,8 +214,9 @@ class StreamHandle : public FollowedReadHandle {
   /// The record's secrets now (the mount's and its request's), and a view that masks them.
   void take_secrets() {
     secrets_ = fs_.sup().secrets(id_);
+    blind_ = fs_.sup().secret_blind();
     reach_ = sup::secret_reach(secrets_);
-    view_ = sup::LogView(sel_, secrets_);
+    view_ = sup::LogView(sel_, secrets_, sup::LogView::Masking::bytes, blind_);
   }
 
   /// The index is no index (cut inside its header, overwritten), while the
@@ -280,7 +281,7 @@ class StreamHandle : public FollowedReadHandle {
       sup::mask_secrets_in_place(buf, secrets_);
       if (after_gap || before_gap) {
         std::string mid = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));
-        sup::mask_secret_parts(mid, secrets_, after_gap, before_gap);
+        sup::mask_secret_parts(mid, secrets_, after_gap, before_gap, blind_);
         sup::mask_covered(mid, apart, static_cast<std::size_t>(lo - mlo));
         *out = std::move(mid);
         return true;
@@ -325,7 +326,7 @@ class StreamHandle : public FollowedReadHandle {
   template <class More>
   void advance(StampState& s, Stamped& out, More more, bool hold) {
     std::optional<sup::StreamHolds> holds;
-    if (hold && !secrets_.empty()) holds = sup::stream_holds(index_, secrets_);
+    if (hold && !secrets_.empty()) holds = sup::stream_holds(index_, secrets_, blind_);
     while (more() && s.next_no < index_.end()) {
       const sup::LogChunk* c = index_.chunk(s.next_no);
       if (!c) {
@@ -390,6 +391,7 @@ class StreamHandle : public FollowedReadHandle {
   std::mutex mu_;
   // Guarded by mu_ (all but those set in the constructor):
   std::vector<std::string> secrets_;  // of the run it shows
+  std::size_t blind_ = 0;             // Supervisor::secret_blind()
   std::size_t reach_ = 0;             // the longest secret - 1
   sup::LogIndex index_;
   sup::LogView view_;

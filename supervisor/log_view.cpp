@@ -13,24 +13,15 @@ namespace {
 
 constexpr std::uint64_t kOpen = std::numeric_limits<std::uint64_t>::max();  // a last piece runs on
 
-/// Masks the first bytes of `b` that end a secret (its start was dropped).
-void mask_secret_ends(std::string& b, const std::vector<std::string>& secrets) {
-  for (const std::string& s : secrets)
-    for (std::size_t k = std::min(s.size() - 1, b.size()); k > 0; --k)
-      if (b.compare(0, k, s, s.size() - k, k) == 0) {
-        std::fill(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(k), '*');
-        break;
-      }
+/// Masks the first bytes of `b` that may end a secret (its start was dropped).
+void mask_secret_ends(std::string& b, const std::vector<std::string>& secrets, std::size_t blind) {
+  std::fill_n(b.begin(), secret_part_at_cut(b, secrets, blind, true), '*');
 }
 
-/// Masks the last bytes of `b` that begin a secret (its end was dropped).
-void mask_secret_starts(std::string& b, const std::vector<std::string>& secrets) {
-  for (const std::string& s : secrets)
-    for (std::size_t k = std::min(s.size() - 1, b.size()); k > 0; --k)
-      if (b.compare(b.size() - k, k, s, 0, k) == 0) {
-        std::fill(b.end() - static_cast<std::ptrdiff_t>(k), b.end(), '*');
-        break;
-      }
+/// Masks the last bytes of `b` that may begin a secret (its end was dropped).
+void mask_secret_starts(std::string& b, const std::vector<std::string>& secrets, std::size_t blind) {
+  const std::size_t k = secret_part_at_cut(b, secrets, blind, false);
+  std::fill(b.end() - static_cast<std::ptrdiff_t>(k), b.end(), '*');
 }
 
 /// The number of the kept chunk that holds byte `pos` of `sel` (the last
@@ -53,12 +44,13 @@ LogSelection selection_of(LogStream s) { return s == LogStream::err ? LogSelecti
 
 }  // namespace
 
-void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap) {
+void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap,
+                       std::size_t blind) {
   std::vector<std::string> real;
   for (const std::string& s : secrets)
     if (!s.empty()) real.push_back(s);
-  if (after_gap) mask_secret_ends(bytes, real);
-  if (before_gap) mask_secret_starts(bytes, real);
+  if (after_gap) mask_secret_ends(bytes, real, blind);
+  if (before_gap) mask_secret_starts(bytes, real, blind);
 }
 
 std::string log_marker_line(std::uint64_t log_max) {
@@ -66,8 +58,8 @@ std::string log_marker_line(std::uint64_t log_max) {
          " bytes) reached: output dropped here is counted in droppedBytes; the latest output follows]\n";
 }
 
-LogView::LogView(LogSelection sel, std::vector<std::string> secrets, Masking masking)
-    : sel_(sel), masking_(masking), secrets_(std::move(secrets)) {
+LogView::LogView(LogSelection sel, std::vector<std::string> secrets, Masking masking, std::size_t blind)
+    : sel_(sel), masking_(masking), secrets_(std::move(secrets)), blind_(blind) {
   std::erase_if(secrets_, [](const std::string& s) { return s.empty(); });
   reach_ = secret_reach(secrets_);
   pieces_.push_back(Piece{});
@@ -120,15 +112,16 @@ std::uint64_t LogView::held(const LogIndex& index) const {
   const std::uint64_t end = index.size(sel_);
   if (!last.marker.empty() || end <= last.pos) return 0;
   // Before the last gap a secret's cut beginning is masked (settle()).
-  return end - std::max(hold_from(index, sel_, holds_ ? *holds_ : stream_holds(index, secrets_)), last.pos);
+  return end - std::max(hold_from(index, sel_, holds_ ? *holds_ : stream_holds(index, secrets_, blind_)), last.pos);
 }
 
 void LogView::live(const LogIndex& index, bool running) {
-  if (running && !secrets_.empty()) holds_ = stream_holds(index, secrets_);
+  if (running && !secrets_.empty()) holds_ = stream_holds(index, secrets_, blind_);
   else holds_.reset();
 }
 
-std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<std::string>& secrets) {
+std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<std::string>& secrets,
+                          std::size_t blind) {
   const std::uint64_t end = index.stream_size(s);
   const LogSelection sel = selection_of(s);
   std::uint64_t lo = end - std::min<std::uint64_t>(end, secret_reach(secrets));
@@ -136,11 +129,11 @@ std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<
   if (index.tail_begun() && end >= index.kept_start(sel)) lo = std::max(lo, index.kept_start(sel));
   std::string last;
   if (lo == end || index.read(sel, lo, static_cast<std::size_t>(end - lo), &last) != 0) return end;
-  return end - secret_start_at_end(last, secrets);
+  return end - secret_start_at_end(last, secrets, blind);
 }
 
-StreamHolds stream_holds(const LogIndex& index, const std::vector<std::string>& secrets) {
-  return {stream_hold(index, LogStream::out, secrets), stream_hold(index, LogStream::err, secrets)};
+StreamHolds stream_holds(const LogIndex& index, const std::vector<std::string>& secrets, std::size_t blind) {
+  return {stream_hold(index, LogStream::out, secrets, blind), stream_hold(index, LogStream::err, secrets, blind)};
 }
 
 bool chunk_held(const LogIndex& index, std::uint64_t n, const StreamHolds& holds) {
@@ -149,12 +142,12 @@ bool chunk_held(const LogIndex& index, std::uint64_t n, const StreamHolds& holds
   return index.position(n, selection_of(c->stream)) + c->length > holds[c->stream == LogStream::err];
 }
 
-bool chunk_held(const LogIndex& index, std::uint64_t n, const std::vector<std::string>& secrets) {
+bool chunk_held(const LogIndex& index, std::uint64_t n, const std::vector<std::string>& secrets, std::size_t blind) {
   const LogChunk* c = index.chunk(n);
   if (secrets.empty() || c == nullptr || (c->stream != LogStream::out && c->stream != LogStream::err)) return false;
   const std::uint64_t b = index.position(n, selection_of(c->stream)) + c->length;
   if (index.stream_size(c->stream) >= b + secret_reach(secrets)) return false;  // (a cheap look first)
-  return b > stream_hold(index, c->stream, secrets);
+  return b > stream_hold(index, c->stream, secrets, blind);
 }
 
 bool last_of_the_streams(const LogIndex& index, std::uint64_t n) {
@@ -222,8 +215,8 @@ int LogView::read(const LogIndex& index, std::uint64_t off, std::size_t size, st
                                           ? secrets_of_streams(index, lo, bytes.size(), secrets_, holds_ ? &*holds_ : nullptr)
                                           : std::vector<bool>();
       if (masking_ == Masking::bytes || !apart.empty()) mask_secrets_in_place(bytes, secrets_);
-      if (lo == p.pos && i > 0) mask_secret_ends(bytes, secrets_);
-      if (end != kOpen && lo + bytes.size() == piece_last) mask_secret_starts(bytes, secrets_);
+      if (lo == p.pos && i > 0) mask_secret_ends(bytes, secrets_, blind_);
+      if (end != kOpen && lo + bytes.size() == piece_last) mask_secret_starts(bytes, secrets_, blind_);
       mask_covered(bytes, apart, 0);
     }
     const std::size_t got = std::min(bytes.size() - static_cast<std::size_t>(pos - lo), want);
@@ -338,11 +331,11 @@ void LogView::served(std::uint64_t off, std::uint64_t n, int last) {
 }
 
 std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel, std::size_t bytes,
-                                        const std::vector<std::string>& secrets, bool running,
+                                        const std::vector<std::string>& secrets, std::size_t blind, bool running,
                                         LogView::Masking masking, std::uint64_t* size, bool* gap) {
   LogIndex index;
   if (index.open(dir) != 0) return std::nullopt;
-  LogView view(sel, secrets, masking);
+  LogView view(sel, secrets, masking, blind);
   std::string out;
   std::uint64_t s = 0;
   // A rotation between the look and the read drops what was to be read: look again.

@@ -36,7 +36,9 @@ class LogView {
   /// How secrets are masked: each byte of one ('*'), or only the parts cut
   /// by a gap, for a caller that masks whole ones itself ("****").
   enum class Masking { bytes, cut_parts };
-  LogView(LogSelection sel, std::vector<std::string> secrets, Masking masking = Masking::bytes);
+  /// `blind`: the global secrets' reach, held or masked at a cut whatever
+  /// the bytes are (secret_start_at_end).
+  LogView(LogSelection sel, std::vector<std::string> secrets, Masking masking = Masking::bytes, std::size_t blind = 0);
 
   /// Takes in what `index` holds now (after each refresh): a gap that has
   /// opened before the bytes this reader is at becomes a marker.
@@ -87,6 +89,7 @@ class LogView {
   Masking masking_;
   std::vector<std::string> secrets_;  // the non-empty ones
   std::size_t reach_ = 0;  // longest secret - 1
+  std::size_t blind_ = 0;  // the global secrets' reach (secret_start_at_end)
   std::vector<Piece> pieces_;
   std::optional<StreamHolds> holds_;  // live(): the streams' holds while the command runs
   std::uint64_t served_ = 0;  // how far this reader was given bytes
@@ -97,13 +100,14 @@ class LogView {
 /// secret the command is writing in pieces (secret_start_at_end), as a
 /// position in that stream; its size when there are none. While the
 /// command runs a reader is not given them until more comes or it ends.
-std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<std::string>& secrets);
+std::uint64_t stream_hold(const LogIndex& index, LogStream s, const std::vector<std::string>& secrets,
+                          std::size_t blind);
 /// stream_hold of stdout and stderr.
-StreamHolds stream_holds(const LogIndex& index, const std::vector<std::string>& secrets);
+StreamHolds stream_holds(const LogIndex& index, const std::vector<std::string>& secrets, std::size_t blind);
 /// Whether kept chunk `n` (of stdout or stderr) reaches into those last
 /// bytes of its stream: a running command's reader is not given it yet.
 bool chunk_held(const LogIndex& index, std::uint64_t n, const StreamHolds& holds);
-bool chunk_held(const LogIndex& index, std::uint64_t n, const std::vector<std::string>& secrets);
+bool chunk_held(const LogIndex& index, std::uint64_t n, const std::vector<std::string>& secrets, std::size_t blind);
 /// Whether no chunk of the other stream follows chunk `n` (of stdout or stderr).
 bool last_of_the_streams(const LogIndex& index, std::uint64_t n);
 /// The same as a position in `sel`. For the whole log only where nothing of
@@ -126,8 +130,10 @@ std::vector<bool> secrets_of_streams(const LogIndex& index, std::uint64_t lo, st
 void mask_covered(std::string& bytes, const std::vector<bool>& covered, std::size_t from);
 
 /// Masks the parts of secrets cut by a gap: the first bytes of `bytes`
-/// that end a secret (`after_gap`), its last ones that begin one (`before_gap`).
-void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap);
+/// that end a secret (`after_gap`), its last ones that begin one (`before_gap`),
+/// and at least `blind` of them within their line (secret_part_at_cut).
+void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap,
+                       std::size_t blind);
 
 /// The last `bytes` bytes of the view of `sel` of the record in DIR as a
 /// new reader sees it, masked as `masking` says, without what a running
@@ -135,7 +141,7 @@ void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secre
 /// gets the view's size and `gap` whether output was dropped from it.
 /// Nullopt without an index (an older build's record).
 std::optional<std::string> log_view_end(const std::string& dir, LogSelection sel, std::size_t bytes,
-                                        const std::vector<std::string>& secrets, bool running,
+                                        const std::vector<std::string>& secrets, std::size_t blind, bool running,
                                         LogView::Masking masking = LogView::Masking::bytes,
                                         std::uint64_t* size = nullptr, bool* gap = nullptr);
 

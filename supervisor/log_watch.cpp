@@ -63,6 +63,7 @@ struct LogWatch::Entry {
 /// The matches of one pass, and how a matched line is shown.
 struct LogWatch::Fired {
   const std::vector<std::string>& secrets;
+  std::size_t blind;
   std::vector<std::pair<std::shared_ptr<Entry>, ReadyMatch>> hits;
   // A line that ends here is unfinished (a prompt, searched before its
   // newline): its last bytes may be the beginning of a secret being written.
@@ -144,7 +145,7 @@ struct LogWatch::Group {
           if (!fired->secrets.empty()) {
             masked.assign(line);
             mask_secrets_in_place(masked, fired->secrets);
-            if (line.data() + line.size() == fired->open_end) mask_secret_parts(masked, fired->secrets, false, true);
+            if (line.data() + line.size() == fired->open_end) mask_secret_parts(masked, fired->secrets, false, true, fired->blind);
             shown = masked;
           }
           rm.text = cut(shown, kMaxMatchText);
@@ -316,8 +317,8 @@ struct LogWatch::Scanner {
   }
 };
 
-LogWatch::LogWatch(std::string dir, std::vector<std::string> secrets)
-    : dir_(std::move(dir)), secrets_(std::move(secrets)) {}
+LogWatch::LogWatch(std::string dir, std::vector<std::string> secrets, std::size_t blind)
+    : dir_(std::move(dir)), secrets_(std::move(secrets)), blind_(blind) {}
 LogWatch::~LogWatch() = default;
 
 std::uint64_t LogWatch::add(const ReadyCondition& c, OnMatch fn) {
@@ -447,7 +448,7 @@ void LogWatch::pass(bool at_end) {
     return;
   }
   if (!open_index()) return;
-  Fired fired{secrets_, {}};
+  Fired fired{secrets_, blind_, {}};
   auto tails = [&](Scanner& s) { s.tails(at_end, [this](std::size_t c) { return cursor_of(c); }, &fired); };
   if (main_) {
     feed(*main_, &fired);
@@ -482,7 +483,7 @@ void LogWatch::fire(Fired& fired) {
 
 std::shared_ptr<LogWatch> LogWatches::of(const std::string& id) {
   auto& w = watches_[id];
-  if (!w) w = std::make_shared<LogWatch>(dir_of_(id), secrets_of_(id));
+  if (!w) w = std::make_shared<LogWatch>(dir_of_(id), secrets_of_(id), blind_);
   return w;
 }
 

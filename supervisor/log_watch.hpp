@@ -39,8 +39,10 @@ class LogWatch {
 
   /// The command's record folder (its `index` and `log`), and the secrets
   /// masked in a matched line (each of their bytes a '*', as in the log's
-  /// views) before it is cut: a match never shows part of one.
-  explicit LogWatch(std::string dir, std::vector<std::string> secrets = {});
+  /// views) before it is cut: a match never shows part of one; `blind`,
+  /// the global secrets' reach, masked at an unfinished line's end whatever
+  /// the bytes are (secret_start_at_end).
+  explicit LogWatch(std::string dir, std::vector<std::string> secrets = {}, std::size_t blind = 0);
   ~LogWatch();
   LogWatch(const LogWatch&) = delete;
   LogWatch& operator=(const LogWatch&) = delete;
@@ -72,6 +74,7 @@ class LogWatch {
 
   const std::string dir_;
   const std::vector<std::string> secrets_;
+  const std::size_t blind_;
   LogIndex index_;
   bool legacy_ = false;  // a record of a build before the index: `log` alone, as one stdout
   std::uint64_t next_token_ = 1;
@@ -85,9 +88,10 @@ class LogWatches {
  public:
   using Lookup = std::function<std::string(const std::string&)>;
   using SecretsOf = std::function<std::vector<std::string>(const std::string&)>;
-  /// `dir_of` gives a command's record folder, `secrets_of` its secrets.
-  LogWatches(Lookup dir_of, SecretsOf secrets_of)
-      : dir_of_(std::move(dir_of)), secrets_of_(std::move(secrets_of)) {}
+  /// `dir_of` gives a command's record folder, `secrets_of` its secrets;
+  /// `blind` as for a LogWatch.
+  LogWatches(Lookup dir_of, SecretsOf secrets_of, std::size_t blind)
+      : dir_of_(std::move(dir_of)), secrets_of_(std::move(secrets_of)), blind_(blind) {}
   /// The watch of command `id`, made on first use.
   std::shared_ptr<LogWatch> of(const std::string& id);
   void output(const std::string& id);
@@ -98,6 +102,7 @@ class LogWatches {
  private:
   Lookup dir_of_;
   SecretsOf secrets_of_;
+  std::size_t blind_;
   std::map<std::string, std::shared_ptr<LogWatch>> watches_;
 };
 

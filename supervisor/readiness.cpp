@@ -141,7 +141,7 @@ void Supervisor::Impl::settle_ready(const std::string& id) {
   // A port or an http server of an ended command has nothing to answer.
   std::optional<ReadyMatch> found;
   if (cond->kind == ReadyCondition::Kind::log) {
-    LogWatch whole(dir_of(id), std::move(secrets));
+    LogWatch whole(dir_of(id), std::move(secrets), secret_blind());
     whole.add(*cond, [&found](const ReadyMatch& m) { found = m; });
     whole.finish();
   } else if (cond->kind == ReadyCondition::Kind::notify) {

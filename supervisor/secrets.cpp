@@ -83,13 +83,14 @@ std::size_t secret_reach(const std::vector<std::string>& secrets) {
   return longest > 0 ? longest - 1 : 0;
 }
 
-std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::string>& secrets) {
+std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::string>& secrets, std::size_t blind) {
   // Bytes a whole secret covers are masked, whatever follows: never held
   // (cut off, a secret whose end repeats its beginning would show unmasked).
   const std::vector<bool> covered = covered_bytes(bytes, secrets);
   std::size_t open = 0;  // the bytes at the end that no secret covers
   while (open < bytes.size() && (covered.empty() || !covered[bytes.size() - 1 - open])) ++open;
-  std::size_t held = 0;
+  const std::size_t line = bytes.size() - (bytes.rfind('\n') == std::string_view::npos ? 0 : bytes.rfind('\n') + 1);
+  std::size_t held = std::min({blind, open, line});
   for (const std::string& s : secrets)
     for (std::size_t k = std::min(s.size() - (s.empty() ? 0 : 1), open); k > held; --k)
       if (bytes.compare(bytes.size() - k, k, s, 0, k) == 0) {
@@ -97,6 +98,20 @@ std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::s
         break;
       }
   return held;
+}
+
+std::size_t secret_part_at_cut(std::string_view bytes, const std::vector<std::string>& secrets, std::size_t blind,
+                               bool at_start) {
+  const std::size_t nl = at_start ? bytes.find('\n') : bytes.rfind('\n');
+  const std::size_t line = nl == std::string_view::npos ? bytes.size() : at_start ? nl : bytes.size() - 1 - nl;
+  std::size_t part = std::min(blind, line);
+  for (const std::string& s : secrets)
+    for (std::size_t k = std::min(s.empty() ? 0 : s.size() - 1, bytes.size()); k > part; --k)
+      if (at_start ? bytes.compare(0, k, s, s.size() - k, k) == 0 : bytes.compare(bytes.size() - k, k, s, 0, k) == 0) {
+        part = k;
+        break;
+      }
+  return part;
 }
 
 std::vector<std::string> request_secrets(std::string_view request) {

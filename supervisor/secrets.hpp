@@ -38,11 +38,29 @@ void mask_secrets_in_place(std::string& bytes, const std::vector<std::string>& s
 /// window of output is widened on each side to recognise one it cuts.
 std::size_t secret_reach(const std::vector<std::string>& secrets);
 
-/// How many of the last bytes of `bytes` are the beginning of a secret
-/// (the longest such end, shorter than the secret, that no whole secret
-/// covers): output that may yet become a secret once the command writes
-/// on, which a reader of a live log is not given until it does (or ends).
-std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::string>& secrets);
+/// Where output is cut (a live stream's end, a gap that log_max made), the
+/// bytes that may be part of a secret are held back or masked. Were that
+/// decided by whether they are, a user could learn a secret that only the
+/// daemon knows (its --secrets-file) a byte at a time, printing guesses and
+/// watching which are held. So for those secrets the bytes at a cut are
+/// held or masked whatever they are: `blind` of them (the global secrets'
+/// reach, secret_reach()), within the line (no such secret holds a newline,
+/// so none reaches across one). A command's own secretEnv, which its user
+/// gave, is looked for as it is.
+///
+/// How many of the last bytes of `bytes` are held: the beginning of a
+/// secret (the longest such end, shorter than the secret, that no whole
+/// secret covers), and at least the last `blind` bytes of the unfinished
+/// line that no whole secret covers: output that may yet become a secret
+/// once the command writes on, which a reader of a live log is not given
+/// until it does (or ends).
+std::size_t secret_start_at_end(std::string_view bytes, const std::vector<std::string>& secrets,
+                                std::size_t blind = 0);
+/// At a cut: how many of the first bytes of `bytes` may end a secret whose
+/// beginning is gone (at_start), or of its last ones may begin one whose
+/// end is gone; at least `blind` of them within their line.
+std::size_t secret_part_at_cut(std::string_view bytes, const std::vector<std::string>& secrets, std::size_t blind,
+                               bool at_start);
 
 /// The values of a request's own secretEnv (every string under it: a key
 /// given twice, an array; as far as the text parses as JSON), each also as

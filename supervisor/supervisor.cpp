@@ -67,7 +67,8 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
           std::lock_guard g(ip->mu);
           auto it = ip->records.find(id);
           return ip->secrets_of(it == ip->records.end() ? nullptr : &it->second);
-        });
+        },
+        impl->secret_blind());
     impl->reader_probes = std::make_unique<ReaderProbes>(
         *impl->loop, *impl->log_watches, [ip](const std::string& id) { ip->want_output(id); },
         [ip](const std::string& id) { return ip->record_probe_condition(id); });
@@ -207,7 +208,7 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
   // The probe then follows the new output (it finds the record ready, if so).
   if (c.kind == ReadyCondition::Kind::log) {
     std::optional<ReadyMatch> found;
-    LogWatch now(I.dir_of(id), secrets(id));
+    LogWatch now(I.dir_of(id), secrets(id), I.secret_blind());
     now.add(c, [&found](const ReadyMatch& m) { found = m; });
     now.output();
     if (found) I.mark_ready(id, *found, true);
@@ -238,7 +239,7 @@ Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const 
     // a port or an http server of an ended command has nothing to probe.
     if (c.kind == ReadyCondition::Kind::log) {
       std::optional<ReadyMatch> found;
-      LogWatch whole(I.dir_of(id), secrets(id));
+      LogWatch whole(I.dir_of(id), secrets(id), I.secret_blind());
       whole.add(c, [&found](const ReadyMatch& m) { found = m; });
       whole.finish();
       if (found) on_ready(*found);
@@ -437,6 +438,8 @@ std::vector<std::string> Supervisor::secrets(const std::string& id) const {
   std::erase_if(s, [](const std::string& v) { return v.empty(); });
   return s;
 }
+
+std::size_t Supervisor::secret_blind() const { return impl_->secret_blind(); }
 
 std::string Supervisor::mask(std::string_view text, const std::string& id) const {
   std::vector<std::string> secrets;

@@ -258,6 +258,10 @@ class Supervisor {
   std::string mask(std::string_view text, const std::string& id = "") const;
   /// The secret values that apply to command `id` (global ones included).
   std::vector<std::string> secrets(const std::string& id) const;
+  /// How many bytes at a cut of a log (a live stream's unfinished line, a
+  /// gap's edges) are held or masked whatever they are: the global secrets'
+  /// reach (secrets.hpp, secret_start_at_end).
+  std::size_t secret_blind() const;
 
  private:
   struct Impl;

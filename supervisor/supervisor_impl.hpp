@@ -29,6 +29,7 @@
 #include "supervisor/readiness_probe.hpp"
 #include "supervisor/record.hpp"
 #include "supervisor/retention.hpp"
+#include "supervisor/secrets.hpp"
 #include "supervisor/spare_folders.hpp"
 #include "supervisor/supervisor.hpp"
 #include "supervisor/unique_fd.hpp"
@@ -135,6 +136,9 @@ struct Supervisor::Impl {
     for (auto& l : ls) l(e);
   }
 
+  // The global secrets' reach: held or masked at a cut whatever the bytes
+  // are (secret_start_at_end), so that no user learns them from what is.
+  std::size_t secret_blind() const { return secret_reach(opts.secrets); }
   std::vector<std::string> secrets_of(const Record* r) const {
     std::vector<std::string> s = opts.secrets;
     if (r && r->spec)

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -139,6 +140,61 @@ TEST_F(SecretsTest, TheBeginningOfASecretFollowedByTheOtherStreamIsMasked) {
   EXPECT_EQ(followed.find("alpha"), std::string::npos) << followed;
   EXPECT_NE(followed.find(" pre ********other\n"), std::string::npos) << followed;
   EXPECT_EQ(file("procs/" + id + "/log"), "pre ********other\n******* post\n");
+}
+
+// A global secret (--secrets-file) is one the users do not know: what is
+// held back or masked at a running stream's end must not depend on whether
+// the bytes begin it, or a user could learn it a byte at a time by printing
+// guesses and reading what is held. A guess that begins it and one that
+// does not read the same in every view until the command ends.
+TEST_F(SecretsTest, WhatIsHeldTellsNothingOfAGlobalSecret) {
+  ASSERT_EQ(write_file(dir_ + "/secrets", "KEY=gl0bal-s3cr3t-value\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
+  ASSERT_EQ(kill_daemon(SIGTERM), 0);
+  ASSERT_TRUE(start_daemon({"--secrets-file", dir_ + "/secrets"})) << daemon_log();
+  for (const std::string guess : {"gl0", "xyz"}) {
+    const std::string name = guess == "gl0" ? "hit" : "miss";
+    ASSERT_EQ(start(R"({"name": ")" + name + R"(", "cmd": "printf 'line one\\nabc )" + guess +
+                    R"('; while [ ! -e \"$T/then\" ]; do sleep 0.02; done; echo other >&2; )"
+                    R"(while [ ! -e \"$T/go\" ]; do sleep 0.02; done; printf ' end\\n'"})"),
+              name);
+    ASSERT_TRUE(wait_until([&] { return read_file(state_ + "/procs/" + name + "/log").data.ends_with(guess); }, 10s));
+  }
+  const std::vector<std::string> views = {"log", "stdout", "tail", "events", "output,timeoutSec=1", "log,timestamps"};
+  // What a view shows with the guess spelt as GUESS, and its time stamps blanked.
+  auto shown = [&](const std::string& name, const std::string& view) {
+    std::string text = file("procs/" + name + "/" + view);
+    const std::string guess = name == "hit" ? "gl0" : "xyz";
+    for (std::size_t at = text.find(guess); at != std::string::npos; at = text.find(guess, at)) text.replace(at, 3, "GUESS");
+    for (const char* key : {"\"timestamp\":", "\"cursor\":"})
+      for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1))
+        text.erase(at, text.find_first_of(",}", at) - at);
+    if (view == "log,timestamps") text = std::regex_replace(text, std::regex("[0-9TZ:.-]{20,} "), "");
+    if (view.starts_with("output")) {
+      json o = parse_json(text);
+      o.erase("bgId");
+      o.erase("durationMs");
+      text = o.dump();
+    }
+    return text;
+  };
+  for (const std::string& view : views) {
+    EXPECT_EQ(shown("hit", view), shown("miss", view)) << view;
+    EXPECT_EQ(shown("miss", view).find("GUESS"), std::string::npos) << view << ": " << shown("miss", view);
+  }
+  EXPECT_EQ(file("procs/miss/stdout"), "line one\n") << "the unfinished line is held, whatever it is";
+  // The other stream writes after it: the log shows it, and the held bytes as '*'.
+  ASSERT_EQ(write_file(dir_ + "/then", "", O_WRONLY | O_CREAT), 0);
+  for (const std::string name : {"hit", "miss"})
+    ASSERT_TRUE(wait_until([&] { return read_file(state_ + "/procs/" + name + "/log").data.ends_with("other\n"); }, 10s));
+  for (const std::string& view : views) EXPECT_EQ(shown("hit", view), shown("miss", view)) << view;
+  EXPECT_EQ(file("procs/miss/log"), "line one\n*******other\n");
+  EXPECT_EQ(parse_json(file("procs/hit/ready,readyLog=^abc"))["matched"]["text"],
+            parse_json(file("procs/miss/ready,readyLog=^abc"))["matched"]["text"]);
+  // Ended: shown as they are (neither was the secret).
+  ASSERT_EQ(write_file(dir_ + "/go", "", O_WRONLY | O_CREAT), 0);
+  for (const std::string name : {"hit", "miss"}) EXPECT_EQ(wait_json(name)["proc"]["exitCode"], 0);
+  EXPECT_EQ(file("procs/hit/stdout"), "line one\nabc gl0 end\n");
+  EXPECT_EQ(file("procs/miss/stdout"), "line one\nabc xyz end\n");
 }
 
 TEST_F(SecretsTest, LogViewsMaskSecretsAtEveryOffset) {

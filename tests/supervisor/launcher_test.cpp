@@ -138,8 +138,8 @@ TEST_F(LauncherTest, AStreamPastLogMaxHasOneMarker) {
   l.log_max = 1000;
   SBX_ASSERT_OK(launch(launcher, l));
   ASSERT_TRUE(exit_of("m"));
-  const std::string log = sup::log_view_end(tmp_ / "m", sup::LogSelection::all, SIZE_MAX, {}, false).value_or("");
-  EXPECT_EQ(log, sup::log_view_end(tmp_ / "m", sup::LogSelection::err, SIZE_MAX, {}, false).value_or(""));
+  const std::string log = sup::log_view_end(tmp_ / "m", sup::LogSelection::all, SIZE_MAX, {}, 0, false).value_or("");
+  EXPECT_EQ(log, sup::log_view_end(tmp_ / "m", sup::LogSelection::err, SIZE_MAX, {}, 0, false).value_or(""));
   EXPECT_EQ(log.rfind(std::string(500, 'x') + "\n[sbxfs: log_max (1000 bytes) reached", 0), 0u) << log;
   EXPECT_EQ(log.find("[sbxfs"), log.rfind("[sbxfs")) << log;
   EXPECT_TRUE(log.ends_with("xxx")) << log;

@@ -20,7 +20,7 @@ std::string marker(bool after_newline) {
 }
 
 std::string view(const std::string& dir, LogSelection sel) {
-  return sup::log_view_end(dir, sel, SIZE_MAX, {}, false).value_or("(no index)");
+  return sup::log_view_end(dir, sel, SIZE_MAX, {}, 0, false).value_or("(no index)");
 }
 
 /// Bytes of output kept after the head, as the index says.

@@ -88,6 +88,18 @@ class LogTailTest : public ::testing::Test {
  protected:
   TempDir tmp_{"sbx-tail"};
   FakeMonitor mon_{tmp_.path(), 40};
+
+  /// stdout: `head` in the head, a dropped segment, then `kept` in the tail.
+  void gap_between(const std::string& head, const std::string& kept) {
+    mon_.head(LogStream::out, head);
+    mon_.begin_tail();
+    mon_.segment(1);
+    mon_.tail(LogStream::out, "gone");
+    mon_.segment(2);
+    mon_.tail(LogStream::out, kept);
+    mon_.segment(3);
+    mon_.remove(1);
+  }
 };
 
 TEST_F(LogTailTest, HeadThenAMarkerThenWhatWasKept) {
@@ -127,7 +139,7 @@ TEST_F(LogTailTest, HeadThenAMarkerThenWhatWasKept) {
   EXPECT_EQ(whole(idx, all), "head1\ne\n" + kMarker + "kept1\nerr2\nlast\n");
   EXPECT_EQ(whole(idx, out), "head1\n" + kMarker + "kept1\nlast\n");
   EXPECT_EQ(whole(idx, err), "e\nerr2\n") << "stderr lost nothing: no marker";
-  EXPECT_EQ(sup::log_view_end(tmp_.path(), LogSelection::all, 10, {}, false).value_or("?"), "err2\nlast\n");
+  EXPECT_EQ(sup::log_view_end(tmp_.path(), LogSelection::all, 10, {}, 0, false).value_or("?"), "err2\nlast\n");
 }
 
 TEST_F(LogTailTest, AnOlderBuildsSegmentsAreRead) {
@@ -255,19 +267,24 @@ TEST_F(LogTailTest, SkippedOutputCountsAsDropped) {
 }
 
 TEST_F(LogTailTest, SecretsCutByTheGapAreMaskedOnBothSides) {
-  mon_.head(LogStream::out, "token hun");
-  mon_.begin_tail();
-  mon_.segment(1);
-  mon_.tail(LogStream::out, "gone");
-  mon_.segment(2);
-  mon_.tail(LogStream::out, "ter2 and hunter2 again");
-  mon_.segment(3);
-  mon_.remove(1);
+  gap_between("token hun", "ter2 and hunter2 again");
   LogIndex idx;
   ASSERT_EQ(idx.open(tmp_.path()), 0);
   LogView v(LogSelection::all, {"hunter2"});
   EXPECT_EQ(whole(idx, v), "token ***\n" + kMarker + "**** and ******* again");
-  EXPECT_EQ(sup::log_view_end(tmp_.path(), LogSelection::all, 13, {"hunter2"}, false), "******* again");
+  EXPECT_EQ(sup::log_view_end(tmp_.path(), LogSelection::all, 13, {"hunter2"}, 0, false), "******* again");
+}
+
+TEST_F(LogTailTest, AGlobalSecretsReachIsMaskedAtTheGapWhateverTheBytes) {
+  // With a blind reach (the global secrets'), the bytes of the lines the
+  // gap cuts are masked up to that reach, a guess at the secret or not.
+  gap_between("line\ntoken xyz", "abcdefghij rest\nnext");
+  LogIndex idx;
+  ASSERT_EQ(idx.open(tmp_.path()), 0);
+  LogView v(LogSelection::all, {"hunter2"}, LogView::Masking::bytes, 6);
+  EXPECT_EQ(whole(idx, v), "line\ntok******\n" + kMarker + "******ghij rest\nnext");
+  LogView plain(LogSelection::all, {"hunter2"});
+  EXPECT_EQ(whole(idx, plain), "line\ntoken xyz\n" + kMarker + "abcdefghij rest\nnext");
 }
 
 TEST_F(LogTailTest, NoTailNoMarker) {

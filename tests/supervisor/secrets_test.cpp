@@ -47,6 +47,34 @@ TEST(RequestSecrets, TheSecretEnvValuesAndHowTheRequestSpellsThem) {
   EXPECT_TRUE(sup::request_secrets(R"({"env": {"secretEnv": "nested, not the request's"}})").empty());
 }
 
+TEST(SecretStartAtEnd, BlindHoldsTheUnfinishedLineWhateverItIs) {
+  // A global secret's reach: the same whether the end begins it or not.
+  const std::vector<std::string> secrets = {"gl0bal-s3cr3t"};
+  EXPECT_EQ(sup::secret_start_at_end("done\nabc gl0", secrets, 12), 7u);
+  EXPECT_EQ(sup::secret_start_at_end("done\nabc xyz", secrets, 12), 7u);
+  EXPECT_EQ(sup::secret_start_at_end("a long unfinished line", secrets, 12), 12u);
+  EXPECT_EQ(sup::secret_start_at_end("done\n", secrets, 12), 0u) << "a finished line waits for nothing";
+  EXPECT_EQ(sup::secret_start_at_end("x gl0bal-s3cr3t", secrets, 12), 0u) << "whole: masked, not held";
+  EXPECT_EQ(sup::secret_start_at_end("gl0bal-s3cr3t ab", secrets, 12), 3u);
+  // A command's own secret past the blind reach is still found.
+  EXPECT_EQ(sup::secret_start_at_end("\nownsecretvalu", {"ownsecretvalue", "g"}, 0), 13u);
+  EXPECT_EQ(sup::secret_start_at_end("\nx ownsecretvalu", {"ownsecretvalue", "gl0b"}, 3), 13u);
+}
+
+TEST(SecretPartAtCut, BlindMasksTheLineAtTheCutWhateverItIs) {
+  const std::vector<std::string> secrets = {"gl0bal-s3cr3t"};
+  for (const char* text : {"bal-s3cr3t rest\nnext", "xyzxyzxyz rest\nnext"}) {
+    EXPECT_EQ(sup::secret_part_at_cut(text, secrets, 12, true), 12u) << text;
+    EXPECT_EQ(sup::secret_part_at_cut(text, secrets, 12, false), 4u) << text;
+  }
+  EXPECT_EQ(sup::secret_part_at_cut("ab\ncd", secrets, 12, true), 2u);
+  EXPECT_EQ(sup::secret_part_at_cut("\nabc", secrets, 12, true), 0u);
+  // Without a blind reach, only what ends or begins a secret.
+  EXPECT_EQ(sup::secret_part_at_cut("3cr3t rest", secrets, 0, true), 5u);
+  EXPECT_EQ(sup::secret_part_at_cut("rest gl0b", secrets, 0, false), 4u);
+  EXPECT_EQ(sup::secret_part_at_cut("rest here", secrets, 0, false), 0u);
+}
+
 TEST(SecretStartAtEnd, TheLongestEndThatBeginsASecret) {
   const std::vector<std::string> secrets = {"alphaTokenValue", "abab"};
   EXPECT_EQ(sup::secret_start_at_end("pre alphaTok", secrets), 8u);
