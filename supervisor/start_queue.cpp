@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "supervisor/command_env.hpp"
 #include "supervisor/ctl_request.hpp"
 #include "supervisor/executable_check.hpp"
 #include "supervisor/files.hpp"

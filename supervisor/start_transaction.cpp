@@ -15,13 +15,12 @@
 #include "supervisor/access_as.hpp"
 #include "supervisor/auto_id.hpp"
 #include "supervisor/cgroup_limits.hpp"
+#include "supervisor/command_env.hpp"
 #include "supervisor/executable_check.hpp"
 #include "supervisor/files.hpp"
 #include "supervisor/monitor_job.hpp"
 #include "supervisor/proc_tree.hpp"
 #include "supervisor/utf8.hpp"
-
-extern char** environ;
 
 namespace sup {
 
@@ -38,18 +37,6 @@ Error interrupted_error() { return Error{Errc::interrupted, "the start was inter
 constexpr std::chrono::seconds kLetGoWait{5};
 
 Error shutting_down_error() { return Error{Errc::io_error, "the supervisor is shutting down: nothing was started"}; }
-
-std::map<std::string, std::string> command_env(const StartSpec& spec) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (auto& [k, v] : spec.env) env[k] = v;
-  for (auto& [k, v] : spec.secret_env) env[k] = v;
-  return env;
-}
 
 void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone done, std::stop_token stop,
                              StartPublished published) {

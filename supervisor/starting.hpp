@@ -40,7 +40,5 @@ struct Supervisor::Impl::Starting {
   bool from_queue = false;  // a queued record's start: its folder is procs/<id> already, and stays
 };
 
-/// The command's whole environment: the supervisor's, the request's env and secretEnv over it.
-std::map<std::string, std::string> command_env(const StartSpec& spec);
 
 }  // namespace sup

@@ -1,6 +1,7 @@
 // -o allow_other: each command runs as the user who wrote the request, and a
 // user sees and controls only their own commands (root: all).
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,6 +34,23 @@ TEST_F(AllowOtherTest, CommandRunsAsTheWriter) {
   auto r = as_nobody("exec 3<>\"$MNT/cmd\"; echo \"id -u; id -g\" >&3; read -r id <&3; cat \"$MNT/procs/$id/wait\" >/dev/null; cat \"$MNT/procs/$id/log\"");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "65534\n65534\n");
+}
+
+// The daemon's environment is root's (here it has the fixture's T): another
+// user's command gets its own login variables and none of it but PATH, TZ
+// and the locale; root's command still gets it whole.
+TEST_F(AllowOtherTest, AnotherUsersCommandGetsItsOwnEnvironmentNotTheDaemons) {
+  const struct passwd* nobody = ::getpwuid(65534);
+  ASSERT_NE(nobody, nullptr);
+  auto r = as_nobody("exec 3<>\"$MNT/cmd\"; echo \"echo T=\\${T-none} HOME=\\$HOME USER=\\$USER; "
+                     "test -n \\\"\\$PATH\\\" && echo path\" >&3; read -r id <&3; "
+                     "cat \"$MNT/procs/$id/wait\" >/dev/null; cat \"$MNT/procs/$id/log\"");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "T=none HOME=" + std::string(nobody->pw_dir) + " USER=" + nobody->pw_name + "\npath\n");
+  const std::string id = start("echo T=${T-none}");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(wait_json(id)["proc"]["exitCode"], 0);
+  EXPECT_EQ(log(id), "T=" + dir_ + "\n");
 }
 
 TEST_F(AllowOtherTest, AScriptLongerThanOneArgumentRunsAsTheWriter) {
