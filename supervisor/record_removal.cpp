@@ -23,7 +23,7 @@ void Supervisor::Impl::note_ended(const Record& r) {
              ? static_cast<EndedRecords::Millis>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000
              : now_ms();
   }
-  ended_index.add(r.id, *at);
+  ended_index.add(r.id, *at, r.owner_uid);
 }
 
 void Supervisor::Impl::save_counter_for(const std::string& removed_id) {

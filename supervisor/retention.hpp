@@ -1,12 +1,17 @@
 #pragma once
-// Which ended records the supervisor forgets, and when: the oldest ended
-// first (by finishedAt, then bgId), once there are more than `keep` of them
-// or once they ended more than `max_age` ago. Running commands and empty
+// Which ended records the supervisor forgets, and when: those that ended
+// more than `max_age` ago, and past `keep` of them, the oldest (by
+// finishedAt, then bgId) of the user who has the most: on a shared box
+// (allow_other) one user's many commands push out their own records, not
+// another user's (with one user: the oldest). Running commands and empty
 // named slots are never in here. Not thread-safe: the Supervisor guards it.
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -25,8 +30,8 @@ class EndedRecords {
   /// Wall-clock milliseconds since the epoch, as finishedAt says.
   using Millis = std::int64_t;
 
-  /// Adds (or moves) `id`, ended at `finished`.
-  void add(const std::string& id, Millis finished);
+  /// Adds (or moves) `id`, ended at `finished`, of user `owner`.
+  void add(const std::string& id, Millis finished, uid_t owner = 0);
   void erase(const std::string& id);
   std::size_t size() const { return end_of_.size(); }
 
@@ -37,8 +42,10 @@ class EndedRecords {
   std::optional<Millis> next_expiry(const RetentionPolicy& policy) const;
 
  private:
-  std::set<std::pair<Millis, std::string>> by_end_;
-  std::unordered_map<std::string, Millis> end_of_;
+  using Entry = std::pair<Millis, std::string>;
+  std::set<Entry> by_end_;
+  std::map<uid_t, std::set<Entry>> by_owner_;
+  std::unordered_map<std::string, std::pair<Millis, uid_t>> end_of_;
 };
 
 

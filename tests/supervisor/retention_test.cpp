@@ -40,6 +40,25 @@ TEST(EndedRecordsTest, CountLimitTakesTheOldestFirst) {
   EXPECT_EQ(e.due(10000, keep(1)), (std::vector<std::string>{"b", "c"}));
 }
 
+TEST(EndedRecordsTest, PastTheCountTheUserWithTheMostLosesTheirOldest) {
+  // A shared box: one user's flood of commands pushes out their own
+  // records, not the other user's older one.
+  EndedRecords e;
+  e.add("b1", 1000, 1000);
+  for (int i = 1; i <= 5; ++i) e.add("f" + std::to_string(i), 1000 + i * 1000, 2000);
+  EXPECT_EQ(e.due(10000, keep(4)), (std::vector<std::string>{"f1", "f2"}));
+  // Left with as many: the older record goes first.
+  EXPECT_EQ(e.due(10000, keep(1)), (std::vector<std::string>{"b1", "f1", "f2", "f3", "f4"}));
+  // The age limit is everyone's.
+  EXPECT_EQ(e.due(12500, keep(4, std::chrono::seconds(10))), (std::vector<std::string>{"b1", "f1"}));
+  e.erase("f1");
+  e.add("b1", 9000, 1000);  // ended again: moves, and stays that user's
+  EXPECT_EQ(e.due(10000, keep(3)), (std::vector<std::string>{"f2", "f3"}));
+  for (const char* id : {"f2", "f3", "f4", "f5"}) e.erase(id);
+  EXPECT_EQ(e.size(), 1u);
+  EXPECT_EQ(e.due(10000, keep(0)), std::vector<std::string>{});
+}
+
 TEST(EndedRecordsTest, AgeLimitAndItsNextExpiry) {
   EndedRecords e;
   EXPECT_EQ(e.next_expiry(keep(0, std::chrono::seconds(10))), std::nullopt);
@@ -124,6 +143,20 @@ TEST_F(LimitsTest, KeepEndedRemovesTheOldestEndedOnly) {
       },
       5000ms));
   SBX_EXPECT_OK(sup_->stop(running->bg_id));
+}
+
+TEST_F(LimitsTest, KeepEndedTakesFromTheUserWithTheMost) {
+  open_with(keep(2));
+  sup::StartSpec other = argv({"/bin/true"});
+  other.requester_uid = 4242;  // another user's record (the owner; it runs as this test's user)
+  auto x = sup_->start(other);
+  SBX_ASSERT_OK(x);
+  wait_ended(x->bg_id);
+  const std::string a = run_to_end(), b = run_to_end(), c = run_to_end();
+  EXPECT_TRUE(gone(a));
+  EXPECT_TRUE(gone(b));
+  EXPECT_TRUE(sup_->status(c).has_value());
+  EXPECT_TRUE(sup_->status(x->bg_id).has_value()) << "the oldest, but its user's only one";
 }
 
 TEST_F(LimitsTest, KeepEndedIsAppliedWhenTheStateIsLoaded) {
