@@ -32,6 +32,8 @@ Status check_executable(const std::string& argv0, const std::string& cwd, const 
     int e = check(dir + "/" + argv0);
     if (e == 0) return Ok{};
     if (e == EACCES) worst = EACCES;
+    // As execvp: a name the system cannot take ends the search.
+    if (e == ENAMETOOLONG) return error_from_errno(e, "cannot execute '" + argv0 + "'");
     i = j + 1;
   }
   if (worst == ENOENT) return Error{Errc::not_found, "cannot execute '" + argv0 + "': not found in PATH"};

@@ -123,6 +123,8 @@ std::vector<Case> corpus() {
       {"a cwd of 5000 characters", "cmd", R"({"cmd": "true", "cwd": "/)" + std::string(5000, 'd') + "\"}\n",
        ENAMETOOLONG, "File name too long"},
       {"a relative cwd with ..", "cmd", R"({"cmd": "true", "cwd": "../.."})" "\n", EINVAL, "absolute"},
+      {"an argv[0] of 300 characters looked for in PATH", "cmd", R"({"argv": [")" + std::string(300, 'a') + "\"]}\n",
+       ENAMETOOLONG, "File name too long"},
       // procs/slot/cmd
       {"slot: binary garbage", "procs/slot/cmd", garbage(1000, 3, true), EINVAL, "not text"},
       {"slot: invalid UTF-8", "procs/slot/cmd", "echo \x80\n", EINVAL, "not UTF-8"},
