@@ -142,12 +142,13 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
   guarded(req, "getattr", [&] {
     Filesystem& fs = fs_of(req);
     const sup::Result<Node> node = fs.resolve(ino, Requester::of(req));
-    if (!node && fi && node.error().code == sup::Errc::not_found) {
-      // A file of a removed record, open still: what it reads (the kernel
-      // asks before a read past the size it knows), as of a file unlinked
-      // while open.
+    if (!node && node.error().code == sup::Errc::not_found) {
+      // A file of a removed record, open still: what it reads, as of a
+      // file unlinked while open. The kernel names the open file before a
+      // read past the size it knows; fstat(2) gives the inode alone.
       struct stat st {};
-      if (const std::shared_ptr<Handle> h = fs.handles().use(fi->fh); h && h->fstat(&st)) {
+      const std::shared_ptr<Handle> h = fi ? fs.handles().use(fi->fh) : fs.handles().any_on(ino);
+      if (h && h->fstat(&st)) {
         st.st_ino = ino;
         st.st_mode = S_IFREG | 0444;
         st.st_nlink = 0;
@@ -232,7 +233,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     e.attr_timeout = attr_timeout_of(fs, node);
     fi->direct_io = 1;
     fi->keep_cache = 0;
-    fi->fh = fs.handles().keep(std::move(h));
+    fi->fh = fs.handles().keep(std::move(h), node.ino);
     if (fuse_reply_create(req, &e, fi) != 0) fs.handles().drop(fi->fh);  // interrupted: no release follows
   });
 }
@@ -275,7 +276,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     // Nothing happens at a reader's close: spare it the FLUSH round trip,
     // which would queue behind every other request of the mount.
     fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
-    fi->fh = fs.handles().keep(std::move(h));
+    fi->fh = fs.handles().keep(std::move(h), ino);
     if (fuse_reply_open(req, fi) != 0) fs.handles().drop(fi->fh);  // interrupted open: no release follows
   });
 }
@@ -337,7 +338,7 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     if (!node) return reply_error(req, node.error());
     sup::Result<std::unique_ptr<DirHandle>> dir = DirHandle::open(fs, *node, who, fi);
     if (!dir) return reply_error(req, dir.error());
-    fi->fh = fs.handles().keep(std::move(dir.value()));
+    fi->fh = fs.handles().keep(std::move(dir.value()), ino);
     if (fuse_reply_open(req, fi) != 0) fs.handles().drop(fi->fh);
   });
 }

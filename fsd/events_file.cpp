@@ -93,8 +93,13 @@ class EventsHandle : public FollowedReadHandle {
       : FollowedReadHandle(fs, st, follow),
         since_(std::move(since)),
         secrets_(fs.sup().secrets(st.bg_id)),
-        blind_(fs.sup().secret_blind()) {
+        blind_(fs.sup().secret_blind()),
+        opened_status_(st) {
     reach_ = sup::secret_reach(secrets_);
+    // Bound now to the run it was opened on: a slot run again, or the
+    // record removed, before the first read leaves this file that run's.
+    std::lock_guard g(mu_);
+    (void)ensure();
   }
 
  protected:
@@ -382,7 +387,10 @@ class EventsHandle : public FollowedReadHandle {
   }
 
   void add_terminal() {
-    const std::optional<sup::CommandStatus> st = status_if_ours();
+    std::optional<sup::CommandStatus> st = status_if_ours();
+    // The name holds another run now, or nothing: this run's end as it was
+    // at the open, if it had ended then.
+    if (log_owner_ != 0 && (!st || st->log_owner != log_owner_) && opened_status_.over()) st = opened_status_;
     const bool error = !st || st->state == "error";
     JsonObjectWriter w(text_);
     w.str("type", "terminal").str("state", error ? "error" : "exited");
@@ -417,6 +425,7 @@ class EventsHandle : public FollowedReadHandle {
   const std::optional<std::string> since_;
   const std::vector<std::string> secrets_;
   const std::size_t blind_;  // Supervisor::secret_blind()
+  const sup::CommandStatus opened_status_;  // the record when the file was opened
   std::size_t reach_ = 0;
 
   std::mutex mu_;

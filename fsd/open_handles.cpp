@@ -4,33 +4,46 @@
 
 namespace fsd {
 
-std::uint64_t OpenHandles::keep(std::unique_ptr<Handle> h) {
+std::uint64_t OpenHandles::keep(std::unique_ptr<Handle> h, std::uint64_t ino) {
   const auto fh = reinterpret_cast<std::uint64_t>(h.get());
   std::lock_guard g(mu_);
-  open_.emplace(fh, std::move(h));
+  open_.emplace(fh, Open{std::move(h), ino});
+  fhs_.emplace(ino, fh);
   return fh;
 }
 
 std::shared_ptr<Handle> OpenHandles::use(std::uint64_t fh) {
   std::lock_guard g(mu_);
   const auto it = open_.find(fh);
-  return it == open_.end() ? nullptr : it->second;
+  return it == open_.end() ? nullptr : it->second.handle;
+}
+
+std::shared_ptr<Handle> OpenHandles::any_on(std::uint64_t ino) {
+  std::lock_guard g(mu_);
+  const auto it = fhs_.find(ino);
+  return it == fhs_.end() ? nullptr : open_.at(it->second).handle;
 }
 
 void OpenHandles::drop(std::uint64_t fh) {
   std::shared_ptr<Handle> gone;  // destroyed outside the lock
   std::lock_guard g(mu_);
   if (auto it = open_.find(fh); it != open_.end()) {
-    gone = std::move(it->second);
+    for (auto [a, b] = fhs_.equal_range(it->second.ino); a != b; ++a)
+      if (a->second == fh) {
+        fhs_.erase(a);
+        break;
+      }
+    gone = std::move(it->second.handle);
     open_.erase(it);
   }
 }
 
 void OpenHandles::clear() {
-  std::unordered_map<std::uint64_t, std::shared_ptr<Handle>> gone;
+  std::unordered_map<std::uint64_t, Open> gone;
   {
     std::lock_guard g(mu_);
     gone.swap(open_);
+    fhs_.clear();
   }
 }
 

@@ -19,11 +19,15 @@ namespace fsd {
 
 class OpenHandles {
  public:
-  /// Keeps `h`; the return value is the fh to give the kernel.
-  std::uint64_t keep(std::unique_ptr<Handle> h);
+  /// Keeps `h`, open on inode `ino`; the return value is the fh to give the kernel.
+  std::uint64_t keep(std::unique_ptr<Handle> h, std::uint64_t ino);
   /// The handle behind `fh`, held by the caller until it lets go; null once
   /// released (the kernel never sends that, but a bad fh must not crash us).
   std::shared_ptr<Handle> use(std::uint64_t fh);
+  /// A handle open on `ino`, held as by use(); null when none is. The
+  /// kernel asks fstat(2) of a file by its inode alone: of a removed
+  /// record's file, open still, an open handle is all that can answer.
+  std::shared_ptr<Handle> any_on(std::uint64_t ino);
   /// Forgets a released handle (or one whose open could not be answered);
   /// it is freed once no handler holds it.
   void drop(std::uint64_t fh);
@@ -32,7 +36,12 @@ class OpenHandles {
 
  private:
   std::mutex mu_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<Handle>> open_;  // guarded by mu_
+  struct Open {
+    std::shared_ptr<Handle> handle;
+    std::uint64_t ino;
+  };
+  std::unordered_map<std::uint64_t, Open> open_;                // by fh; guarded by mu_
+  std::unordered_multimap<std::uint64_t, std::uint64_t> fhs_;  // ino -> fh; guarded by mu_
 };
 
 }  // namespace fsd

@@ -55,6 +55,12 @@ class StreamHandle : public FollowedReadHandle {
         path_(sel == LogSelection::all ? st.log_file : sel == LogSelection::out ? st.stdout_file : st.stderr_file),
         view_(sel, {}) {
     take_secrets();
+    // Bound now to the run it was opened on (its files stay readable
+    // through what is open): a `follow` view of a slot run again before
+    // its first read shows its own run, and a record removed before it
+    // is still read.
+    std::lock_guard g(mu_);
+    (void)ensure();
   }
 
   bool fstat(struct stat* st) override {

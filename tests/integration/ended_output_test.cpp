@@ -10,7 +10,16 @@
 namespace sbxit {
 namespace {
 
-using EndedOutputTest = SbxfsTest;
+class EndedOutputTest : public SbxfsTest {
+ protected:
+  /// Slot `s` made, `command` run in it to its end.
+  void slot_ran(const std::string& command) {
+    ASSERT_EQ(run("mkdir \"$MNT/procs/s\" && printf '%s\\n' \"$C\" > \"$MNT/procs/s/cmd\" && cat \"$MNT/procs/s/wait\"", 20,
+                  {{"C", command}})
+                  .code,
+              0);
+  }
+};
 
 // mmap(2) of a FUSE file works only through the page cache: the kernel
 // refuses it (ENODEV) on a direct_io file.
@@ -203,6 +212,56 @@ TEST_F(EndedOutputTest, TailFollowsTheSlotsNextRun) {
       },
       10s))
       << read_file(out).data;
+}
+
+// A file opened and not read yet is bound to the record it was opened on:
+// removed, that record's output is still read (fstat first, as cat and
+// tail do), and its events end with its real end.
+TEST_F(EndedOutputTest, ADescriptorNotReadBeforeTheRmdirStillReadsTheRecord) {
+  slot_ran("echo hello; exit 3");
+  auto r = python(R"(
+import json, os
+s = os.environ['MNT'] + '/procs/s/'
+fds = {n: os.open(s + n, os.O_RDONLY) for n in ('log', 'stdout', 'log,timestamps', 'events')}
+os.rmdir(s)
+for n in ('log', 'stdout'):
+    print(n, os.fstat(fds[n]).st_size, os.read(fds[n], 4096))
+print('stamped', os.read(fds['log,timestamps'], 4096).decode().endswith('Z hello\n'))
+events = [json.loads(l) for l in os.read(fds['events'], 65536).decode().splitlines()]
+print([e['type'] for e in events], events[-1].get('exit', {}).get('code'), events[-1].get('endReason'))
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "log 6 b'hello\\n'\nstdout 6 b'hello\\n'\nstamped True\n['stdout', 'terminal'] 3 exited\n");
+}
+
+// A follower opened on a slot's ended run and first read after the slot
+// runs again shows its own run and ends with it (events: its own end),
+// not the new run's output or an end of a run still going.
+TEST_F(EndedOutputTest, AFollowerOpenedBeforeTheSlotRunsAgainShowsItsOwnRun) {
+  slot_ran("echo one; exit 3");
+  auto r = python(R"(
+import json, os
+s = os.environ['MNT'] + '/procs/s/'
+fds = {n: os.open(s + n, os.O_RDONLY) for n in ('log,follow', 'stdout,follow', 'events', 'events,follow')}
+with open(s + 'cmd', 'w') as f: f.write('echo two; while [ ! -e "$T/go" ]; do sleep 0.02; done\n')
+def whole(fd):
+    out = b''
+    while True:
+        b = os.read(fd, 65536)
+        if not b: return out
+        out += b
+for n in ('log,follow', 'stdout,follow'): print(n, whole(fds[n]))
+for n in ('events', 'events,follow'):
+    events = [json.loads(l) for l in whole(fds[n]).decode().splitlines()]
+    print(n, [e.get('data', e['type']) for e in events], events[-1].get('exit', {}).get('code'), events[-1].get('endReason'))
+open(os.environ['T'] + '/go', 'w').close()
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "log,follow b'one\\n'\nstdout,follow b'one\\n'\nevents ['one\\n', 'terminal'] 3 exited\n"
+            "events,follow ['one\\n', 'terminal'] 3 exited\n");
+  EXPECT_EQ(wait_json("s")["proc"]["exitCode"], 0);
 }
 
 }  // namespace
