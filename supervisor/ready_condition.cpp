@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "supervisor/strict_json.hpp"
 #include "supervisor/utf8.hpp"
 
 namespace sup {
@@ -209,8 +210,10 @@ Result<ReadyCondition> parse_ready_condition(std::string_view text) {
   if (text.front() != '{' && text.find('\n') != std::string_view::npos)
     return invalid("one condition per write, on one line: this one has several");
   if (text.front() == '{') {
-    auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+    std::string twice;
+    const nlohmann::json j = parse_json_keys_once(text, &twice);
     if (j.is_discarded() || !j.is_object()) return invalid("malformed JSON condition");
+    if (!twice.empty()) return invalid("the key \"" + twice + "\" is given twice in one object: give it once");
     for (auto& [k, v] : j.items())
       if (!is_ready_key(k) || k == "readyFd")
         return invalid("unknown key '" + k +

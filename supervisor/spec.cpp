@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "supervisor/strict_json.hpp"
 #include "supervisor/utf8.hpp"
 
 namespace sup {
@@ -250,20 +250,8 @@ Result<StartSpec> parse_request(std::string_view text, const std::string& defaul
   auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') {
     // A key given twice in one object would silently mean its last value.
-    std::vector<std::set<std::string>> keys;  // of each object being read
     std::string twice;
-    const json::parser_callback_t note_keys = [&](int, json::parse_event_t ev, json& parsed) {
-      if (ev == json::parse_event_t::object_start) {
-        keys.emplace_back();
-      } else if (ev == json::parse_event_t::object_end) {
-        if (!keys.empty()) keys.pop_back();
-      } else if (ev == json::parse_event_t::key && twice.empty() && !keys.empty() && parsed.is_string() &&
-                 !keys.back().insert(parsed.get<std::string>()).second) {
-        twice = parsed.get<std::string>();
-      }
-      return true;
-    };
-    json j = json::parse(text.begin(), text.end(), note_keys, /*allow_exceptions=*/false);
+    json j = parse_json_keys_once(text, &twice);
     if (!j.is_discarded() && !twice.empty())
       return invalid("the key \"" + twice + "\" is given twice in one object: give it once");
     if (j.is_discarded()) {

@@ -56,7 +56,7 @@ TEST(ReadyConditionTest, RejectsBadInputWithReasons) {
   for (const char* bad : {"port 0", "port 70000", "port x", "log (unclosed", "log", "http 80 health",
                           "listen 80", "", R"({"readyHttp": "/x"})", R"({"readyPort": "80"})",
                           R"({"bogus": 1})", "{not json", "log x\nlog y\n", "port 80\nport 81",
-                          "log .{1000}.{1000}b"}) {
+                          "log .{1000}.{1000}b", R"({"readyLog": "x", "readyLog": "y"})"}) {
     auto r = sup::parse_ready_condition(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code, sup::Errc::invalid_argument) << bad;
