@@ -2,7 +2,8 @@
 // monitor sends TERM, then KILL after the grace) and returns, with the full
 // length, once nothing of it is left. The write is parked until the `ended`
 // event: no worker thread waits. Interrupted: EINTR at once, the stop goes on.
-// On an ended command (or an empty slot) the write succeeds at once.
+// On an ended command (or an empty slot) the write succeeds at once, and so
+// does one from inside the command's own tree, once the stop has begun.
 // Opening it for writing and closing it with nothing written (`touch stop`,
 // `: > stop`, `truncate -s 0 stop`) stops likewise: at that close (flush),
 // which returns once the command is over; a close after a write is no stop.
@@ -45,6 +46,10 @@ class StopHandle : public RecordHandle {
       return Reply::fail(st.error());
     }
     if (rec && !rec->over()) fs_.note_action("stop", rec->cmd_full, id_, &*rec);
+    // The command stopping itself would wait for its own end: its TERM
+    // handler could never return from the write, and the grace would end
+    // it with SIGKILL. Answered once the stop has begun.
+    if (fs_.sup().in_tree(id_, fuse_req_ctx(req)->pid)) return done;
     // No cap: the monitor kills what TERM leaves after the grace, so the
     // end comes; a reader who gives up is released by its signal.
     fs_.parked().park(req, id_, ParkedRequests::Until::ended, std::nullopt,

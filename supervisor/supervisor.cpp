@@ -16,6 +16,7 @@
 #include "supervisor/files.hpp"
 #include "supervisor/log_watch.hpp"
 #include "supervisor/monitor_ctl.hpp"
+#include "supervisor/proc_tree.hpp"
 #include "supervisor/secrets.hpp"
 #include "supervisor/slot_record.hpp"
 #include "supervisor/start_folder.hpp"
@@ -280,6 +281,25 @@ std::optional<uid_t> Supervisor::owner_of(const std::string& id) const {
   auto it = impl_->records.find(id);
   if (it == impl_->records.end()) return std::nullopt;
   return it->second.owner_uid;
+}
+
+bool Supervisor::in_tree(const std::string& id, pid_t pid) const {
+  MonitorInfo m;
+  {
+    std::lock_guard g(impl_->mu);
+    auto it = impl_->records.find(id);
+    if (it == impl_->records.end()) return false;
+    m = it->second.monitor;
+  }
+  if (m.monitor_pid <= 0) return false;
+  // Up the parents; a chain deeper than this is no command's (pid_max
+  // bounds it anyway, and a loop cannot be: a parent is older).
+  ProcStat st;
+  for (int depth = 0; depth < 4096 && pid > 1 && read_proc_stat(pid, &st); ++depth) {
+    if (st.ppid == m.monitor_pid) return process_start_time(m.monitor_pid) == m.monitor_start;
+    pid = st.ppid;
+  }
+  return false;
 }
 
 std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure cpu) const {

@@ -189,6 +189,9 @@ class Supervisor {
   /// The uid whose record has the name `id` now (none: no record); cheaper
   /// than status() for a handle that checks on every write.
   std::optional<uid_t> owner_of(const std::string& id) const;
+  /// Process `pid` is of command `id`'s tree: a descendant of its monitor,
+  /// which every process of the tree stays below (a subreaper).
+  bool in_tree(const std::string& id, pid_t pid) const;
   /// Reads the record's monitor.json now rather than at its news: a
   /// restart's run is published before it runs, but the event thread may
   /// not have heard of it when the run's first instruction asks.

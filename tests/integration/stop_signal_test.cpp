@@ -120,6 +120,27 @@ TEST_F(StopSignalTest, InterruptedStopStillCompletes) {
   EXPECT_FALSE(pid_alive(root));
 }
 
+// A command that stops itself with a TERM handler that cleans up: the
+// write returns once the stop has begun, so the handler runs and the
+// command ends by it, not by the SIGKILL after the grace. From the
+// command's first process and from a process two levels below it.
+TEST_F(StopSignalTest, ACommandThatStopsItselfEndsByItsOwnTermHandler) {
+  ASSERT_EQ(write_file(dir_ + "/self-stop.sh",
+                       "trap 'echo cleaned; exit 7' TERM\n"
+                       "echo > \"$SBX_MOUNT/procs/$SBX_BGID/stop\"\n"
+                       "sleep 30 & wait\n",
+                       O_WRONLY | O_CREAT | O_TRUNC),
+            0);
+  for (const std::string cmd : {"sh $T/self-stop.sh", "sh -c 'sh $T/self-stop.sh'"}) {
+    const std::string id = start(json{{"cmd", cmd}, {"stopGraceSec", 30}}.dump());
+    ASSERT_FALSE(id.empty());
+    const json w = wait_json(id, 20);
+    EXPECT_EQ(w["stillRunning"], false) << cmd << ": " << w.dump();
+    EXPECT_EQ(w["proc"]["endReason"], "stopped") << cmd << ": " << w.dump();
+    EXPECT_EQ(log(id), "cleaned\n") << cmd;
+  }
+}
+
 TEST_F(StopSignalTest, SignalByNumberNameAndSigname) {
   const std::string trap_script =
       "trap 'echo got USR1' USR1; trap 'echo got USR2' USR2; trap 'echo got HUP' HUP; "
@@ -235,7 +256,9 @@ class StopDuringStopTest : public SbxfsTest {
     ASSERT_EQ(write_file(dir_ + "/release", "", O_WRONLY | O_CREAT), 0);
     // The stop's writer was answered by the daemon that died (an error), or by this one.
     const std::optional<int> stopped = wait_bg(stopper, 20s);
-    if (!restart_in_grace) EXPECT_EQ(stopped, std::optional<int>(0));
+    if (!restart_in_grace) {
+      EXPECT_EQ(stopped, std::optional<int>(0));
+    }
     if (restart_in_grace) wait_json(id);
     const json st = status_json(id);
     EXPECT_EQ(st["exitCode"], 7) << st.dump();
@@ -254,9 +277,12 @@ class StopDuringStopTest : public SbxfsTest {
       EXPECT_EQ(status_json(id)["state"], "paused");
     }
     ASSERT_TRUE(wait_until([&] { return log(id).find("\nterm\n") != std::string::npos; }, 10s)) << log(id);
-    if (restart_in_grace) ASSERT_TRUE(restart_daemon());
-    if (paused_first)  // thawed for its TERM
+    if (restart_in_grace) {
+      ASSERT_TRUE(restart_daemon());
+    }
+    if (paused_first) {  // thawed for its TERM
       EXPECT_TRUE(wait_until([&] { return status_json(id)["state"] == "running"; }, 5s)) << status_json(id).dump();
+    }
     auto r = bash("echo STOP > \"$MNT/procs/$ID/signal\"", 10, {{"ID", id}});
     EXPECT_NE(r.code, 0) << "a STOP during a timeout's stop was taken";
     EXPECT_NE(r.err.find("busy"), std::string::npos) << r.err;
