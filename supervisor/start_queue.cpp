@@ -42,6 +42,26 @@ Result<CommandStatus> Supervisor::Impl::enqueue(Starting& s) {
     seq = next_queue_seq++;
   }
   if (Status w = write_file_atomic(s.tmp_dir + "/" + kQueuedFile, std::to_string(seq) + "\n"); !w) return w.error();
+  Record r;
+  r.id = s.id;
+  r.state = CommandState::queued;
+  r.spec = s.spec;
+  r.owner_uid = s.spec.requester_uid;
+  r.owner_sid = s.spec.requester_sid;
+  r.ready_cond = s.spec.ready;
+  r.queue_seq = seq;
+  // Once in procs/, the record is run by this daemon or the next: its step
+  // is written first, so that a daemon killed at any moment cannot leave a
+  // command that runs without one (as a start's, before its go).
+  if (s.on_published) {
+    CommandStatus now;
+    {
+      std::lock_guard g(mu);
+      r.serial = serial_for(s.id);
+      now = snapshot(r);
+    }
+    s.on_published(now);
+  }
   if (!s.old_script.empty()) ::unlink(s.old_script.c_str());
   if (s.replacing) {
     std::string del = deletion_dir();
@@ -52,15 +72,7 @@ Result<CommandStatus> Supervisor::Impl::enqueue(Starting& s) {
   {
     std::lock_guard g(mu);
     ended_index.erase(s.id);  // a named command that ended is replaced
-    Record r;
-    r.id = s.id;
     r.serial = serial_for(s.id);
-    r.state = CommandState::queued;
-    r.spec = s.spec;
-    r.owner_uid = s.spec.requester_uid;
-    r.owner_sid = s.spec.requester_sid;
-    r.ready_cond = s.spec.ready;
-    r.queue_seq = seq;
     auto it = put_record(s.id, std::move(r));
     ++listing_gen;
     queue.emplace(seq, s.id);

@@ -99,11 +99,13 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
                                         &impl->no_cgroup);
   if (!impl->cgroups && !impl->opts.cgroup.empty() && impl->opts.cgroup != "off")
     return Error{Errc::invalid_argument, "cgroup=" + impl->opts.cgroup + ": " + impl->no_cgroup};
+  // Before load(): a command it takes back may end while it loads, and its
+  // end starts what is queued (on the event thread).
+  impl->launcher = std::make_unique<MonitorLauncher>(impl->opts.monitor_path);
+  impl->launcher->prestart();
   if (auto st = impl->load(); !st) return st.error();
   impl->spares->refill_later();  // after load(), which clears staging/ of what a dead daemon left
   impl->prune();  // the limits may be lower than last time, or records aged meanwhile
-  impl->launcher = std::make_unique<MonitorLauncher>(impl->opts.monitor_path);
-  impl->launcher->prestart();
   impl->loop->post([p] { p->start_queued(); });  // what was queued when the last daemon went
   return std::unique_ptr<Supervisor>(new Supervisor(std::move(impl)));
 }
