@@ -294,6 +294,16 @@ bool Supervisor::in_tree(const std::string& id, pid_t pid) const {
     m = it->second.monitor;
   }
   if (m.monitor_pid <= 0) return false;
+  if (!m.cgroup.empty()) {
+    // One read: the command's cgroup holds its whole tree (a writer from
+    // outside, the common case, costs no walk up its parents).
+    const std::optional<std::string> text = read_cgroup_file("/proc/" + std::to_string(pid) + "/cgroup");
+    const std::size_t at = text ? text->find("0::/") : std::string::npos;
+    if (at == std::string::npos || (at != 0 && (*text)[at - 1] != '\n')) return false;
+    std::string own = text->substr(at + 3);
+    own.erase(std::min(own.find('\n'), own.size()));
+    return m.cgroup.ends_with(own) && own.size() > 1;
+  }
   // Up the parents; a chain deeper than this is no command's (pid_max
   // bounds it anyway, and a loop cannot be: a parent is older).
   ProcStat st;

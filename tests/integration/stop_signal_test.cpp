@@ -124,7 +124,16 @@ TEST_F(StopSignalTest, InterruptedStopStillCompletes) {
 // write returns once the stop has begun, so the handler runs and the
 // command ends by it, not by the SIGKILL after the grace. From the
 // command's first process and from a process two levels below it.
-TEST_F(StopSignalTest, ACommandThatStopsItselfEndsByItsOwnTermHandler) {
+class SelfStopTest : public SbxfsTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  SelfStopTest() {
+    if (std::string(GetParam()) == "off") daemon_options_ = {"-o", "cgroup=off"};
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Tracking, SelfStopTest, ::testing::Values("", "off"),
+                         [](const auto& info) { return std::string(info.param).empty() ? "cgroup" : "proctree"; });
+
+TEST_P(SelfStopTest, ACommandThatStopsItselfEndsByItsOwnTermHandler) {
   ASSERT_EQ(write_file(dir_ + "/self-stop.sh",
                        "trap 'echo cleaned; exit 7' TERM\n"
                        "echo > \"$SBX_MOUNT/procs/$SBX_BGID/stop\"\n"
