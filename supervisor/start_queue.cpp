@@ -41,7 +41,11 @@ Result<CommandStatus> Supervisor::Impl::enqueue(Starting& s) {
     std::lock_guard g(mu);
     seq = next_queue_seq++;
   }
-  if (Status w = write_file_atomic(s.tmp_dir + "/" + kQueuedFile, std::to_string(seq) + "\n"); !w) return w.error();
+  // Written now, under another name: in procs/ without `queued`, a record
+  // is one that never ran, which the next daemon removes (and whose id it
+  // never gives again).
+  const std::string pending = std::string(kQueuedFile) + ".new";
+  if (Status w = write_file_atomic(s.tmp_dir + "/" + pending, std::to_string(seq) + "\n"); !w) return w.error();
   Record r;
   r.id = s.id;
   r.state = CommandState::queued;
@@ -50,35 +54,47 @@ Result<CommandStatus> Supervisor::Impl::enqueue(Starting& s) {
   r.owner_sid = s.spec.requester_sid;
   r.ready_cond = s.spec.ready;
   r.queue_seq = seq;
-  // Once in procs/, the record is run by this daemon or the next: its step
-  // is written first, so that a daemon killed at any moment cannot leave a
-  // command that runs without one (as a start's, before its go).
-  if (s.on_published) {
-    CommandStatus now;
-    {
-      std::lock_guard g(mu);
-      r.serial = serial_for(s.id);
-      now = snapshot(r);
-    }
-    s.on_published(now);
-  }
   if (!s.old_script.empty()) ::unlink(s.old_script.c_str());
   if (s.replacing) {
     std::string del = deletion_dir();
     if (::rename(s.final_dir.c_str(), del.c_str()) == 0) work->post([del] { remove_tree(del); });
   }
   if (::rename(s.tmp_dir.c_str(), s.final_dir.c_str()) != 0) return error_from_errno(errno, "rename " + s.tmp_dir);
-  CommandStatus out;
+  CommandStatus now;
   {
     std::lock_guard g(mu);
     ended_index.erase(s.id);  // a named command that ended is replaced
     r.serial = serial_for(s.id);
-    auto it = put_record(s.id, std::move(r));
+    auto it = put_record(s.id, std::move(r));  // listed, queued; not in the queue yet
     ++listing_gen;
-    queue.emplace(seq, s.id);
     reserved.erase(s.id);
+    now = snapshot(it->second);
+  }
+  // Its step (of this record: open until it ends), then `queued`: a daemon
+  // killed at any moment leaves neither a command that runs without its
+  // step (the next daemon runs what is queued) nor a step under an id
+  // that the next daemon gives again.
+  if (s.on_published) s.on_published(now);
+  if (::rename((s.final_dir + "/" + pending).c_str(), (s.final_dir + "/" + kQueuedFile).c_str()) != 0) {
+    const int err = errno;
+    {
+      std::lock_guard g(mu);
+      if (auto it = records.find(s.id); it != records.end()) drop_record(it);
+      ++listing_gen;
+    }
+    const std::string del = deletion_dir();
+    if (::rename(s.final_dir.c_str(), del.c_str()) == 0) work->post([del] { remove_tree(del); });
+    return error_from_errno(err, "rename " + s.final_dir + "/" + pending);
+  }
+  CommandStatus out = now;
+  {
+    std::lock_guard g(mu);
+    // Not if it was stopped or removed meanwhile: it never runs.
+    if (auto it = records.find(s.id); it != records.end() && it->second.state == CommandState::queued) {
+      queue.emplace(seq, s.id);
+      out = snapshot(it->second);
+    }
     emit(Event::Kind::started, s.id);
-    out = snapshot(it->second);
   }
   loop->post([this] { start_queued(); });  // a place may have come free meanwhile
   return out;

@@ -208,6 +208,35 @@ TEST_P(QueueTest, AQueuedCommandSurvivesADaemonRestartAndCanBeStopped) {
   EXPECT_EQ(read_file(order_file()).err, ENOENT) << "the stopped one never ran";
 }
 
+// A queued start's step stays open until that run ends, and says how it
+// ended: also the run of a named slot whose last run had ended otherwise.
+TEST_P(QueueTest, AQueuedStartsStepSaysHowItsRunEnded) {
+  ASSERT_EQ(start(R"({"cmd": "exit 5", "name": "ns"})"), "ns");
+  EXPECT_EQ(wait_json("ns")["proc"]["exitCode"], 5);
+  const std::string a = blocker("a"), b = blocker("b");
+  ASSERT_EQ(run(R"(printf '%s\n' '{"cmd": "exit 3", "queue": true}' > "$MNT/procs/ns/cmd")").code, 0);
+  EXPECT_EQ(status_json("ns")["state"], "queued");
+  const std::string q = start(R"({"cmd": "exit 4", "queue": true})");
+  ASSERT_FALSE(q.empty());
+  release("a");
+  release("b");
+  EXPECT_EQ(wait_json("ns")["proc"]["exitCode"], 3);
+  EXPECT_EQ(wait_json(q)["proc"]["exitCode"], 4);
+  // The newest start step of each (a step is completed as its end is heard).
+  ASSERT_TRUE(wait_until(
+      [&] {
+        json last_ns, last_q;
+        for (const json& st : parse_json(file("steps.json"))) {
+          if (st.value("kind", "") != "start") continue;
+          if (st.value("bgId", "") == "ns") last_ns = st;
+          if (st.value("bgId", "") == q) last_q = st;
+        }
+        return last_ns.is_object() && last_ns["exitCode"] == 3 && last_q.is_object() && last_q["exitCode"] == 4;
+      },
+      10s))
+      << file("steps.json");
+}
+
 INSTANTIATE_TEST_SUITE_P(Tracking, QueueTest, ::testing::Values("", "off"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param).empty() ? std::string("cgroup") : std::string("proctree");
