@@ -342,8 +342,11 @@ void Relay::drain() {
   // runs (an end found both full, and one stream drained before the other
   // pushed that one's last output out of the tail). Bounded in case a
   // process outside the tree holds a write end and keeps writing.
+  // The bound is in bytes (kDrainRounds full reads): a small read cap
+  // (log_max) must not leave a full pipe's end unread.
+  const std::size_t rounds = kDrainRounds * (Relay::kReadBuffer / read_max_);
   bool out = true, err = true;
-  for (int i = 0; i < kDrainRounds && (out || err); ++i) {
+  for (std::size_t i = 0; i < rounds && (out || err); ++i) {
     if (out) out = pump(out_) == Result::moved;
     if (err) err = pump(err_) == Result::moved;
   }

@@ -2,10 +2,12 @@
 // to the other half (tail segments the monitor rotates), the monitor drains
 // the rest without stalling the command and counts what is gone.
 #include <dirent.h>
+#include <signal.h>
 
 #include <algorithm>
 
 #include "supervisor/log_view.hpp"
+#include "supervisor/proc_tree.hpp"
 #include "tests/supervisor/test_util.hpp"
 
 namespace {
@@ -117,6 +119,40 @@ TEST_F(LogLimitTest, KeepsTheHeadAndTheLatestOutputAndCountsWhatIsGone) {
   const nlohmann::json j = st->to_json();
   EXPECT_EQ(j.value("truncated", false), true) << j.dump();
   EXPECT_EQ(j.value("droppedBytes", 0u), st->dropped_bytes) << j.dump();
+}
+
+TEST_F(LogLimitTest, TheEndDrainsAFullPipeWhateverTheReadCap) {
+  // A small log_max reads 125 bytes at a time; at the end the monitor
+  // finds 600 kB waiting in the (grown) pipe: all of it is read, so the
+  // tail holds what the command printed last.
+  TempDir gate("sbx-gate");
+  const std::string go = gate.path() + "/go";
+  auto r = sup_->start(shell("head -c 300 /dev/zero | tr '\\0' b; while [ ! -e " + go +
+                             " ]; do sleep 0.01; done; head -c 600000 /dev/zero | tr '\\0' a; echo END"));
+  SBX_ASSERT_OK(r);
+  const std::string dir = record_dir(r->bg_id);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        sup::LogIndex idx;
+        return idx.open(dir) == 0 && idx.stream_size(sup::LogStream::out) == 300;
+      },
+      10000ms));
+  const pid_t monitor = nlohmann::json::parse(read_file(dir + "/monitor.json"))["monitorPid"].get<pid_t>();
+  ASSERT_EQ(::kill(monitor, SIGSTOP), 0);
+  struct Cont {
+    pid_t pid;
+    ~Cont() { ::kill(pid, SIGCONT); }
+  } cont{monitor};
+  write_file(go, "");
+  // The command has written it all and exited (a zombie: its monitor is stopped).
+  ASSERT_TRUE(wait_until([&] { return sup::process_is_zombie(r->pid); }, 20000ms));
+  ASSERT_EQ(::kill(monitor, SIGCONT), 0);
+  auto st = wait_ended(r->bg_id, 20000ms);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->exit_code, 0);
+  const std::string out = view(dir, LogSelection::out);
+  EXPECT_TRUE(out.ends_with("aaaaEND\n")) << out.substr(out.size() > 100 ? out.size() - 100 : 0);
+  EXPECT_EQ(st->dropped_bytes, 600304 - kCap / 2 - kept_in_tail(dir));
 }
 
 TEST_F(LogLimitTest, ExactlyTheCapIsNotTruncated) {
