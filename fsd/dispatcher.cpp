@@ -147,7 +147,8 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
       // file unlinked while open. The kernel names the open file before a
       // read past the size it knows; fstat(2) gives the inode alone.
       struct stat st {};
-      const std::shared_ptr<Handle> h = fi ? fs.handles().use(fi->fh) : fs.handles().any_on(ino);
+      const std::shared_ptr<Handle> h =
+          fi ? fs.handles().use(fi->fh) : fs.handles().any_on(ino, Requester::of(req).uid);
       if (h && h->fstat(&st)) {
         st.st_ino = ino;
         st.st_mode = S_IFREG | 0444;
@@ -233,7 +234,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     e.attr_timeout = attr_timeout_of(fs, node);
     fi->direct_io = 1;
     fi->keep_cache = 0;
-    fi->fh = fs.handles().keep(std::move(h), node.ino);
+    fi->fh = fs.handles().keep(std::move(h), node.ino, who.uid);
     if (fuse_reply_create(req, &e, fi) != 0) fs.handles().drop(fi->fh);  // interrupted: no release follows
   });
 }
@@ -276,7 +277,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     // Nothing happens at a reader's close: spare it the FLUSH round trip,
     // which would queue behind every other request of the mount.
     fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
-    fi->fh = fs.handles().keep(std::move(h), ino);
+    fi->fh = fs.handles().keep(std::move(h), ino, who.uid);
     if (fuse_reply_open(req, fi) != 0) fs.handles().drop(fi->fh);  // interrupted open: no release follows
   });
 }
@@ -338,7 +339,7 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     if (!node) return reply_error(req, node.error());
     sup::Result<std::unique_ptr<DirHandle>> dir = DirHandle::open(fs, *node, who, fi);
     if (!dir) return reply_error(req, dir.error());
-    fi->fh = fs.handles().keep(std::move(dir.value()), ino);
+    fi->fh = fs.handles().keep(std::move(dir.value()), ino, who.uid);
     if (fuse_reply_open(req, fi) != 0) fs.handles().drop(fi->fh);
   });
 }

@@ -4,10 +4,10 @@
 
 namespace fsd {
 
-std::uint64_t OpenHandles::keep(std::unique_ptr<Handle> h, std::uint64_t ino) {
+std::uint64_t OpenHandles::keep(std::unique_ptr<Handle> h, std::uint64_t ino, uid_t uid) {
   const auto fh = reinterpret_cast<std::uint64_t>(h.get());
   std::lock_guard g(mu_);
-  open_.emplace(fh, Open{std::move(h), ino});
+  open_.emplace(fh, Open{std::move(h), ino, uid});
   fhs_.emplace(ino, fh);
   return fh;
 }
@@ -18,10 +18,11 @@ std::shared_ptr<Handle> OpenHandles::use(std::uint64_t fh) {
   return it == open_.end() ? nullptr : it->second.handle;
 }
 
-std::shared_ptr<Handle> OpenHandles::any_on(std::uint64_t ino) {
+std::shared_ptr<Handle> OpenHandles::any_on(std::uint64_t ino, uid_t uid) {
   std::lock_guard g(mu_);
-  const auto it = fhs_.find(ino);
-  return it == fhs_.end() ? nullptr : open_.at(it->second).handle;
+  for (auto [a, b] = fhs_.equal_range(ino); a != b; ++a)
+    if (const Open& o = open_.at(a->second); uid == 0 || o.uid == uid) return o.handle;
+  return nullptr;
 }
 
 void OpenHandles::drop(std::uint64_t fh) {

@@ -8,6 +8,8 @@
 // request may be answered by another thread while the handler is still
 // returning, and the kernel may then close the file and send RELEASE at once.
 // The handle is freed when the last of release and the handlers lets go.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -19,15 +21,16 @@ namespace fsd {
 
 class OpenHandles {
  public:
-  /// Keeps `h`, open on inode `ino`; the return value is the fh to give the kernel.
-  std::uint64_t keep(std::unique_ptr<Handle> h, std::uint64_t ino);
+  /// Keeps `h`, open on inode `ino` by user `uid`; the return value is the fh to give the kernel.
+  std::uint64_t keep(std::unique_ptr<Handle> h, std::uint64_t ino, uid_t uid);
   /// The handle behind `fh`, held by the caller until it lets go; null once
   /// released (the kernel never sends that, but a bad fh must not crash us).
   std::shared_ptr<Handle> use(std::uint64_t fh);
-  /// A handle open on `ino`, held as by use(); null when none is. The
-  /// kernel asks fstat(2) of a file by its inode alone: of a removed
-  /// record's file, open still, an open handle is all that can answer.
-  std::shared_ptr<Handle> any_on(std::uint64_t ino);
+  /// A handle open on `ino` by user `uid` (root: by anyone), held as by
+  /// use(); null when none is. The kernel asks fstat(2) of a file by its
+  /// inode alone: of a removed record's file, open still, an open handle
+  /// is all that can answer.
+  std::shared_ptr<Handle> any_on(std::uint64_t ino, uid_t uid);
   /// Forgets a released handle (or one whose open could not be answered);
   /// it is freed once no handler holds it.
   void drop(std::uint64_t fh);
@@ -39,6 +42,7 @@ class OpenHandles {
   struct Open {
     std::shared_ptr<Handle> handle;
     std::uint64_t ino;
+    uid_t uid;
   };
   std::unordered_map<std::uint64_t, Open> open_;                // by fh; guarded by mu_
   std::unordered_multimap<std::uint64_t, std::uint64_t> fhs_;  // ino -> fh; guarded by mu_

@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string_view>
 #include <vector>
 
@@ -23,7 +24,10 @@ void add_user_env(uid_t uid, std::map<std::string, std::string>& env) {
   std::vector<char> buf(16384);
   struct passwd pw {};
   struct passwd* found = nullptr;
-  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+  int err = 0;
+  while ((err = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found)) == ERANGE && buf.size() < (1u << 24))
+    buf.resize(buf.size() * 4);  // an entry longer than the buffer
+  if (err != 0 || found == nullptr) {
     // No entry: a home that needs none, and the number as the name.
     env["HOME"] = "/";
     env["USER"] = env["LOGNAME"] = std::to_string(uid);

@@ -302,7 +302,11 @@ bool Supervisor::in_tree(const std::string& id, pid_t pid) const {
     if (at == std::string::npos || (at != 0 && (*text)[at - 1] != '\n')) return false;
     std::string own = text->substr(at + 3);
     own.erase(std::min(own.find('\n'), own.size()));
-    return m.cgroup.ends_with(own) && own.size() > 1;
+    // Its own cgroup or one below it (a command may make some): the
+    // command's path in the hierarchy ends the full path the record keeps.
+    for (; own.size() > 1; own.erase(own.rfind('/')))
+      if (m.cgroup.ends_with(own)) return true;
+    return false;
   }
   // Up the parents; a chain deeper than this is no command's (pid_max
   // bounds it anyway, and a loop cannot be: a parent is older).
