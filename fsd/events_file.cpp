@@ -94,7 +94,7 @@ class EventsHandle : public FollowedReadHandle {
         since_(std::move(since)),
         secrets_(fs.sup().secrets(st.bg_id)),
         blind_(fs.sup().secret_blind()),
-        opened_status_(st) {
+        opened_end_(st.over() ? std::optional<sup::CommandStatus>(st) : std::nullopt) {
     reach_ = sup::secret_reach(secrets_);
     // Bound now to the run it was opened on: a slot run again, or the
     // record removed, before the first read leaves this file that run's.
@@ -138,12 +138,9 @@ class EventsHandle : public FollowedReadHandle {
       if (int err = index_.refresh()) return sup::error_from_errno(err, "reading the index of " + id_);
       return std::nullopt;
     }
-    if (name_taken_by_another()) return std::nullopt;  // nothing: as a removed record that had no output
-    const int err = index_.open(dir_);
-    if (err == 0 && name_taken_by_another()) {  // taken meanwhile
-      index_ = sup::LogIndex{};
-      return std::nullopt;
-    }
+    bool taken = false;
+    const int err = open_index(index_, &taken);
+    if (taken) return std::nullopt;
     if (err == ENOENT) {
       struct stat st {};
       if (::stat((dir_ + "/log").c_str(), &st) == 0 && ::stat((dir_ + "/index").c_str(), &st) != 0)
@@ -390,7 +387,7 @@ class EventsHandle : public FollowedReadHandle {
     std::optional<sup::CommandStatus> st = status_if_ours();
     // The name holds another run now, or nothing: this run's end as it was
     // at the open, if it had ended then.
-    if (log_owner_ != 0 && (!st || st->log_owner != log_owner_) && opened_status_.over()) st = opened_status_;
+    if (log_owner_ != 0 && (!st || st->log_owner != log_owner_) && opened_end_) st = opened_end_;
     const bool error = !st || st->state == "error";
     JsonObjectWriter w(text_);
     w.str("type", "terminal").str("state", error ? "error" : "exited");
@@ -425,7 +422,7 @@ class EventsHandle : public FollowedReadHandle {
   const std::optional<std::string> since_;
   const std::vector<std::string> secrets_;
   const std::size_t blind_;  // Supervisor::secret_blind()
-  const sup::CommandStatus opened_status_;  // the record when the file was opened
+  const std::optional<sup::CommandStatus> opened_end_;  // the record at the open, if its run had ended then
   std::size_t reach_ = 0;
 
   std::mutex mu_;

@@ -16,6 +16,14 @@ bool FollowedReadHandle::ended() const {
   return !st || st->over() || (log_owner_ != 0 && st->log_owner != log_owner_);
 }
 
+int FollowedReadHandle::open_index(sup::LogIndex& index, bool* taken) const {
+  *taken = name_taken_by_another();
+  if (*taken) return 0;
+  const int err = index.open(dir_);
+  if (err == 0 && (*taken = name_taken_by_another())) index = sup::LogIndex{};
+  return *taken ? 0 : err;
+}
+
 std::optional<Reply> FollowedReadHandle::attempt(std::size_t size, off_t off) {
   // The end is looked at before the bytes: output written just before it
   // is then read, never lost to an EOF.

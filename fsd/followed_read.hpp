@@ -13,6 +13,7 @@
 #include "fsd/filesystem.hpp"
 #include "fsd/handle.hpp"
 #include "fsd/opened_on.hpp"
+#include "supervisor/log_index.hpp"
 
 namespace fsd {
 
@@ -43,6 +44,11 @@ class FollowedReadHandle : public Handle {
   /// another user's record now: its output is never read through this
   /// file (a file opened before the log was made binds to it on its first read).
   bool name_taken_by_another() const { return opened_.taken(fs_.sup(), id_); }
+  /// LogIndex::open of the record's folder, unless the name is another
+  /// user's record now (before the open, or just after it): then `index`
+  /// stays closed and `*taken` is set (nothing to read, as a removed
+  /// record that had no output).
+  int open_index(sup::LogIndex& index, bool* taken) const;
   /// The record under the name now, if it is of the user this file was
   /// opened on (another user's is as good as gone to this file).
   std::optional<sup::CommandStatus> status_if_ours() const {

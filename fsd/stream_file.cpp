@@ -169,12 +169,9 @@ class StreamHandle : public FollowedReadHandle {
       if (err == 0) view_.settle(index_);
       return err;
     }
-    if (name_taken_by_another()) return 0;  // nothing: as a removed record that had no output
-    const int err = index_.open(dir_);
-    if (err == 0 && name_taken_by_another()) {  // taken meanwhile
-      index_ = sup::LogIndex{};
-      return 0;
-    }
+    bool taken = false;
+    const int err = open_index(index_, &taken);
+    if (taken) return 0;
     if (err == 0) view_.settle(index_);
     if (err == EBADMSG) return damaged_index();
     if (err != ENOENT) return err;
@@ -204,8 +201,9 @@ class StreamHandle : public FollowedReadHandle {
     const std::optional<sup::CommandStatus> now = fs_.sup().status(id_, sup::CpuFigure::skip);
     if (!now || !opened_.ours(*now)) return;
     sup::LogIndex next;
-    const int err = next.open(dir_);
-    if (name_taken_by_another()) return;  // taken meanwhile
+    bool taken = false;
+    const int err = open_index(next, &taken);
+    if (taken) return;
     struct stat st {};
     if (err != 0 && (err != ENOENT || ::stat(dir_.c_str(), &st) != 0)) return;
     index_ = std::move(next);  // closed when the new run has no output yet
