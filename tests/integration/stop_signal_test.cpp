@@ -148,22 +148,6 @@ TEST_P(SelfStopTest, ACommandThatStopsItselfEndsByItsOwnTermHandler) {
     EXPECT_EQ(w["proc"]["endReason"], "stopped") << cmd << ": " << w.dump();
     EXPECT_EQ(log(id), "cleaned\n") << cmd;
   }
-  if (std::string(GetParam()) == "off") return;
-  // From a cgroup of its own below the command's (a command may make some).
-  ASSERT_EQ(write_file(dir_ + "/sub-stop.sh",
-                       "cg=$(sed -n 's/^ *\"cgroup\": *\"\\(.*\\)\",$/\\1/p' \"$SBX_MOUNT/procs/$SBX_BGID/status.json\")\n"
-                       "mkdir \"$cg/sub\" && echo $$ > \"$cg/sub/cgroup.procs\" || exit 90\n"
-                       "trap 'echo $$ > \"$cg/cgroup.procs\"; rmdir \"$cg/sub\"; echo cleaned; exit 7' TERM\n"
-                       "echo > \"$SBX_MOUNT/procs/$SBX_BGID/stop\"\n"
-                       "sleep 30 & wait\n",
-                       O_WRONLY | O_CREAT | O_TRUNC),
-            0);
-  const std::string id = start(json{{"cmd", "exec sh $T/sub-stop.sh"}, {"stopGraceSec", 30}}.dump());
-  ASSERT_FALSE(id.empty());
-  const json w = wait_json(id, 20);
-  EXPECT_EQ(w["stillRunning"], false) << w.dump();
-  EXPECT_EQ(w["proc"]["exitCode"], 7) << w.dump() << log(id);
-  EXPECT_EQ(log(id), "cleaned\n");
 }
 
 TEST_F(StopSignalTest, SignalByNumberNameAndSigname) {
