@@ -135,11 +135,13 @@ INSTANTIATE_TEST_SUITE_P(Tracking, SelfStopTest, ::testing::Values("", "off"),
 
 TEST_P(SelfStopTest, ACommandThatStopsItselfEndsByItsOwnTermHandler) {
   ASSERT_EQ(write_file(dir_ + "/self-stop.sh",
-                       "trap 'echo cleaned; exit 7' TERM\n"
+                       "trap 'kill $! 2>/dev/null; echo cleaned; exit 7' TERM\n"
                        "echo > \"$SBX_MOUNT/procs/$SBX_BGID/stop\"\n"
                        "sleep 30 & wait\n",
                        O_WRONLY | O_CREAT | O_TRUNC),
             0);
+  // The handler stops the `sleep` itself: one forked just after the
+  // stop's TERM went out would get none, and last until the grace.
   for (const std::string cmd : {"sh $T/self-stop.sh", "sh -c 'sh $T/self-stop.sh'"}) {
     const std::string id = start(json{{"cmd", cmd}, {"stopGraceSec", 30}}.dump());
     ASSERT_FALSE(id.empty());
