@@ -135,13 +135,16 @@ INSTANTIATE_TEST_SUITE_P(Tracking, SelfStopTest, ::testing::Values("", "off"),
 
 TEST_P(SelfStopTest, ACommandThatStopsItselfEndsByItsOwnTermHandler) {
   ASSERT_EQ(write_file(dir_ + "/self-stop.sh",
-                       "trap 'kill $! 2>/dev/null; echo cleaned; exit 7' TERM\n"
+                       "trap 'kill -KILL $! 2>/dev/null; echo cleaned; exit 7' TERM\n"
                        "echo > \"$SBX_MOUNT/procs/$SBX_BGID/stop\"\n"
                        "sleep 30 & wait\n",
                        O_WRONLY | O_CREAT | O_TRUNC),
             0);
-  // The handler stops the `sleep` itself: one forked just after the
-  // stop's TERM went out would get none, and last until the grace.
+  // The handler kills the `sleep` itself, with KILL: one forked just after
+  // the stop's TERM went out gets none, and one forked just before it, not
+  // yet exec'd, takes its TERM with the shell's handler it inherited and
+  // then runs `sleep` with nothing pending (a signal trace showed both):
+  // either would last until the grace.
   for (const std::string cmd : {"sh $T/self-stop.sh", "sh -c 'sh $T/self-stop.sh'"}) {
     const std::string id = start(json{{"cmd", cmd}, {"stopGraceSec", 30}}.dump());
     ASSERT_FALSE(id.empty());
@@ -150,6 +153,23 @@ TEST_P(SelfStopTest, ACommandThatStopsItselfEndsByItsOwnTermHandler) {
     EXPECT_EQ(w["proc"]["endReason"], "stopped") << cmd << ": " << w.dump();
     EXPECT_EQ(log(id), "cleaned\n") << cmd;
   }
+  if (std::string(GetParam()) == "off" || root_status()["supervisor"]["tracking"] != "cgroup") return;
+  // From a cgroup of its own below the command's (a command may make some).
+  ASSERT_EQ(write_file(dir_ + "/sub-stop.sh",
+                       "cg=$(sed -n 's/^ *\"cgroup\": *\"\\(.*\\)\",$/\\1/p' \"$SBX_MOUNT/procs/$SBX_BGID/status.json\")\n"
+                       "mkdir \"$cg/sub\" && echo $$ > \"$cg/sub/cgroup.procs\" || exit 90\n"
+                       "trap 'kill -KILL $! 2>/dev/null; wait; echo $$ > \"$cg/cgroup.procs\"; rmdir \"$cg/sub\"; "
+                       "echo cleaned; exit 7' TERM\n"
+                       "echo > \"$SBX_MOUNT/procs/$SBX_BGID/stop\"\n"
+                       "sleep 30 & wait\n",
+                       O_WRONLY | O_CREAT | O_TRUNC),
+            0);
+  const std::string id = start(json{{"cmd", "exec sh $T/sub-stop.sh"}, {"stopGraceSec", 30}}.dump());
+  ASSERT_FALSE(id.empty());
+  const json w = wait_json(id, 20);
+  EXPECT_EQ(w["stillRunning"], false) << w.dump();
+  EXPECT_EQ(w["proc"]["exitCode"], 7) << w.dump() << log(id);
+  EXPECT_EQ(log(id), "cleaned\n");
 }
 
 TEST_F(StopSignalTest, SignalByNumberNameAndSigname) {
