@@ -232,11 +232,7 @@ class EventsHandle : public FollowedReadHandle {
     if (!secrets_.empty()) sup::mask_secrets_in_place(buf, secrets_);
     *out = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));
     // A secret cut by the gap: its part on this side is masked too.
-    if (!secrets_.empty() && gap_in(s)) {
-      const auto sel = selection(s);
-      sup::mask_secret_parts(*out, secrets_, lo == index_.kept_start(sel), hi == index_.head_size(sel),
-                             blind_);
-    }
+    if (!secrets_.empty()) sup::mask_gap_edges(index_, selection(s), lo, *out, secrets_, blind_);
     return true;
   }
 

@@ -277,22 +277,18 @@ class StreamHandle : public FollowedReadHandle {
     if (index_.read(sel_, mlo, static_cast<std::size_t>(hi + (before_gap ? 0 : reach_) - mlo), &buf) != 0 ||
         buf.size() < hi - mlo)
       return false;
+    // As the log's bytes show them, then as each stream's own do (log_view.hpp).
+    std::vector<bool> apart;
     if (!secrets_.empty()) {
-      // As the log's bytes show them, then as each stream's own do (log_view.hpp).
-      const std::vector<bool> apart = sel_ == sup::LogSelection::all
-                                          ? sup::secrets_of_streams(index_, mlo, buf.size(), secrets_, holds)
-                                          : std::vector<bool>();
+      if (sel_ == sup::LogSelection::all) apart = sup::secrets_of_streams(index_, mlo, buf.size(), secrets_, holds);
       sup::mask_secrets_in_place(buf, secrets_);
-      if (after_gap || before_gap) {
-        std::string mid = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));
-        sup::mask_secret_parts(mid, secrets_, after_gap, before_gap, blind_);
-        sup::mask_covered(mid, apart, static_cast<std::size_t>(lo - mlo));
-        *out = std::move(mid);
-        return true;
-      }
-      sup::mask_covered(buf, apart, 0);
     }
     *out = buf.substr(static_cast<std::size_t>(lo - mlo), static_cast<std::size_t>(hi - lo));
+    if (!secrets_.empty()) {
+      sup::mask_covered(*out, apart, static_cast<std::size_t>(lo - mlo));
+      // A secret cut by the gap: its part on either side, over chunks.
+      sup::mask_gap_edges(index_, sel_, lo, *out, secrets_, blind_);
+    }
     return true;
   }
 

@@ -53,6 +53,32 @@ void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secre
   if (before_gap) mask_secret_starts(bytes, real, blind);
 }
 
+void mask_gap_edges(const LogIndex& index, LogSelection sel, std::uint64_t lo, std::string& bytes,
+                    const std::vector<std::string>& secrets, std::size_t blind) {
+  if (bytes.empty() || !index.tail_begun()) return;
+  const std::uint64_t head_end = index.head_size(sel), kept = index.kept_start(sel);
+  if (kept <= head_end) return;  // nothing was dropped (yet)
+  std::vector<std::string> real;
+  for (const std::string& s : secrets)
+    if (!s.empty()) real.push_back(s);
+  if (real.empty()) return;
+  const std::uint64_t edge = std::max<std::uint64_t>(secret_reach(real), blind);
+  const std::uint64_t hi = lo + bytes.size();
+  std::string raw;
+  // The end of a secret whose beginning was dropped: at the kept bytes' start.
+  if (lo < kept + edge && hi > kept && index.read(sel, kept, static_cast<std::size_t>(edge), &raw) == 0) {
+    const std::uint64_t part = secret_part_at_cut(raw, real, blind, true);
+    for (std::uint64_t p = std::max(lo, kept); p < std::min(hi, kept + part); ++p) bytes[p - lo] = '*';
+  }
+  // The beginning of one whose end was dropped: at the head's end.
+  const std::uint64_t from = head_end - std::min(head_end, edge);
+  if (lo < head_end && hi > from && index.read(sel, from, static_cast<std::size_t>(head_end - from), &raw) == 0 &&
+      raw.size() == head_end - from) {
+    const std::uint64_t part = secret_part_at_cut(raw, real, blind, false);
+    for (std::uint64_t p = std::max(lo, head_end - part); p < std::min(hi, head_end); ++p) bytes[p - lo] = '*';
+  }
+}
+
 std::string log_marker_line(std::uint64_t log_max) {
   return "[sbxfs: log_max (" + std::to_string(log_max) +
          " bytes) reached: output dropped here is counted in droppedBytes; the latest output follows]\n";

@@ -135,6 +135,15 @@ void mask_covered(std::string& bytes, const std::vector<bool>& covered, std::siz
 void mask_secret_parts(std::string& bytes, const std::vector<std::string>& secrets, bool after_gap, bool before_gap,
                        std::size_t blind);
 
+/// Masks in `bytes`, bytes [lo, lo + size) of `sel` of `index`, the parts
+/// of secrets that log_max's gap cut, found over the gap's whole edge: the
+/// part of a secret that ends the kept bytes' first line, and the part that
+/// begins the head's last, as mask_secret_parts() finds them in all the
+/// bytes within reach of the gap, whatever part of them `bytes` holds (a
+/// view that reads a chunk at a time would miss a part cut across chunks).
+void mask_gap_edges(const LogIndex& index, LogSelection sel, std::uint64_t lo, std::string& bytes,
+                    const std::vector<std::string>& secrets, std::size_t blind);
+
 /// The last `bytes` bytes of the view of `sel` of the record in DIR as a
 /// new reader sees it, masked as `masking` says, without what a running
 /// command's reader is not given yet (`running`: LogView::held); `size`

@@ -356,5 +356,40 @@ TEST_F(LogTail, SecretsAreMaskedInTheTail) {
   }
 }
 
+// A secret that the gap cuts, with its part on either side in more than
+// one chunk: log_max 1024 keeps a head of 512 bytes, tail segments of 256,
+// and the monitor reads at most 128 bytes at a time, so the three writes
+// below (each read apart, 0.3 s after the last) leave the head ending with
+// "QxZ" | "kWm" and the kept bytes beginning with "Wm" | "RpJvHg". A view
+// that masked each chunk alone showed those pieces.
+class LogGapSecrets : public SbxfsTest {
+ protected:
+  LogGapSecrets() { daemon_options_ = {"-o", "log_max=1024"}; }
+};
+
+TEST_F(LogGapSecrets, APartCutAcrossChunksIsMaskedInEveryView) {
+  const std::string secret = "QxZkWmRpJvHg";
+  const std::string writer =
+      "import os, sys, time\n"
+      "S = sys.argv[1].encode()\n"
+      "def w(b):\n"
+      "    os.write(1, b)\n"
+      "    time.sleep(0.3)\n"
+      "w(b'x' * 505 + b'\\n' + S[:3])\n"
+      "w(S[3:] + b'\\n' + b'y' * 500 + b'\\n' + S[:6])\n"
+      "w(S[6:] + b'\\n' + b'z' * 346 + b'\\n')\n";
+  const std::string id =
+      start(json{{"argv", {"python3", "-c", writer, secret}}, {"secretEnv", {{"TOKEN", secret}}}}.dump());
+  ASSERT_FALSE(id.empty());
+  const json w = wait_json(id, 30);
+  ASSERT_EQ(w["proc"]["truncated"], true) << w.dump();
+  for (const char* v : {"events", "log,timestamps", "stdout,timestamps", "log", "stdout", "output", "tail"}) {
+    const std::string text = file(std::string("procs/") + id + "/" + v);
+    ASSERT_FALSE(text.empty()) << v;
+    for (std::size_t i = 0; i + 2 <= secret.size(); ++i)
+      EXPECT_EQ(text.find(secret.substr(i, 2)), std::string::npos) << v << ": " << secret.substr(i, 2) << "\n" << text;
+  }
+}
+
 }  // namespace
 }  // namespace sbxit

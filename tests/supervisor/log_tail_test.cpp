@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "supervisor/log_view.hpp"
 #include "tests/supervisor/test_util.hpp"
@@ -89,16 +91,20 @@ class LogTailTest : public ::testing::Test {
   TempDir tmp_{"sbx-tail"};
   FakeMonitor mon_{tmp_.path(), 40};
 
-  /// stdout: `head` in the head, a dropped segment, then `kept` in the tail.
-  void gap_between(const std::string& head, const std::string& kept) {
-    mon_.head(LogStream::out, head);
+  /// stdout: `head` in the head, a dropped segment, then `kept` in the
+  /// tail; each a chunk of its own.
+  void gap_in_chunks(const std::vector<std::string>& head, const std::vector<std::string>& kept) {
+    for (const std::string& c : head) mon_.head(LogStream::out, c);
     mon_.begin_tail();
     mon_.segment(1);
     mon_.tail(LogStream::out, "gone");
     mon_.segment(2);
-    mon_.tail(LogStream::out, kept);
+    for (const std::string& c : kept) mon_.tail(LogStream::out, c);
     mon_.segment(3);
     mon_.remove(1);
+  }
+  void gap_between(const std::string& head, const std::string& kept) {
+    gap_in_chunks({head}, {kept});
   }
 };
 
@@ -285,6 +291,37 @@ TEST_F(LogTailTest, AGlobalSecretsReachIsMaskedAtTheGapWhateverTheBytes) {
   EXPECT_EQ(whole(idx, v), "line\ntok******\n" + kMarker + "******ghij rest\nnext");
   LogView plain(LogSelection::all, {"hunter2"});
   EXPECT_EQ(whole(idx, plain), "line\ntoken xyz\n" + kMarker + "abcdefghij rest\nnext");
+}
+
+TEST_F(LogTailTest, AGapsEdgesAreMaskedWhateverPartOfThemARangeHolds) {
+  // The head ends "hu" | "n", the kept bytes begin "te" | "r2": a range of
+  // one chunk, as `events` and the timestamped views read them, gets its
+  // share of the masking that the edge's bytes together call for.
+  gap_in_chunks({"token hu", "n"}, {"te", "r2 and hunter2"});
+  LogIndex idx;
+  ASSERT_EQ(idx.open(tmp_.path()), 0);
+  const std::uint64_t head = idx.head_size(LogSelection::out), kept = idx.kept_start(LogSelection::out);
+  ASSERT_EQ(head, 9u);
+  auto masked = [&](std::uint64_t lo, std::size_t n) {
+    std::string b;
+    EXPECT_EQ(idx.read(LogSelection::out, lo, n, &b), 0);
+    sup::mask_gap_edges(idx, LogSelection::out, lo, b, {"hunter2"}, 0);
+    return b;
+  };
+  EXPECT_EQ(masked(0, 8), "token **");
+  EXPECT_EQ(masked(8, 1), "*");
+  EXPECT_EQ(masked(kept, 2), "**");
+  EXPECT_EQ(masked(kept + 2, 14), "** and hunter2") << "the whole secret is for the usual masking";
+  EXPECT_EQ(masked(kept + 4, 4), " and") << "past the edge";
+  // Nothing dropped: nothing to mask.
+  TempDir other{"sbx-tail-none"};
+  FakeMonitor m(other.path(), 40);
+  m.head(LogStream::out, "token hun");
+  LogIndex plain;
+  ASSERT_EQ(plain.open(other.path()), 0);
+  std::string b = "token hun";
+  sup::mask_gap_edges(plain, LogSelection::out, 0, b, {"hunter2"}, 0);
+  EXPECT_EQ(b, "token hun");
 }
 
 TEST_F(LogTailTest, NoTailNoMarker) {
