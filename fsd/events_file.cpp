@@ -381,9 +381,14 @@ class EventsHandle : public FollowedReadHandle {
 
   void add_terminal() {
     std::optional<sup::CommandStatus> st = status_if_ours();
-    // The name holds another run now, or nothing: this run's end as it was
-    // at the open, if it had ended then.
-    if (log_owner_ != 0 && (!st || st->log_owner != log_owner_) && opened_end_) st = opened_end_;
+    // The name holds another run now, or nothing: this run's end as the
+    // record that replaced it keeps it, or as it was at the open; else
+    // the run is gone, and no other run's state is told for it.
+    if (log_owner_ != 0 && (!st || st->log_owner != log_owner_)) {
+      st = fs_.sup().run_status(id_, log_owner_);
+      if (st && !opened_.ours(*st)) st.reset();
+      if (!st) st = opened_end_;
+    }
     const bool error = !st || st->state == "error";
     JsonObjectWriter w(text_);
     w.str("type", "terminal").str("state", error ? "error" : "exited");

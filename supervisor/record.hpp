@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "supervisor/command_state.hpp"
+#include "supervisor/command_status.hpp"
 #include "supervisor/error.hpp"
 #include "supervisor/exit_record.hpp"
 #include "supervisor/monitor_record.hpp"
@@ -69,6 +70,9 @@ struct Record {
   std::uint64_t queue_seq = 0;
   std::uint64_t launch_token = 0;  // 0: waiting
   Settled settled = Settled::no;   // LiveRecords' mark
+  // The ended run this one replaced (a slot run again), as it was at its
+  // end: what a file bound to that run (events) tells of it afterwards.
+  std::shared_ptr<const CommandStatus> previous_run;
 };
 
 /// What a record shows: its state, or error when a file of it cannot be read

@@ -380,6 +380,8 @@ Status Supervisor::Impl::start_publish(Starting& s, pid_t pid) {
   r.owner_sid = s.spec.requester_sid;
   r.monitor = m;
   r.ready_cond = s.spec.ready;
+  if (old != records.end() && has_ended(old->second.state) && old->second.monitor.monitor_start != 0)
+    r.previous_run = std::make_shared<const CommandStatus>(snapshot(old->second));
   // Still reserved: not watched, not pruned. The record it replaces is kept
   // aside while the start may yet fail.
   put_record(s.id, std::move(r), s.replaced_dir.empty() ? nullptr : &s.replaced);

@@ -332,6 +332,19 @@ std::optional<CommandStatus> Supervisor::status(const std::string& id, CpuFigure
   return s;
 }
 
+std::optional<CommandStatus> Supervisor::run_status(const std::string& id, std::uint64_t log_owner) const {
+  std::shared_ptr<const CommandStatus> previous;
+  {
+    std::lock_guard g(impl_->mu);
+    auto it = impl_->records.find(id);
+    if (it == impl_->records.end()) return std::nullopt;
+    previous = it->second.previous_run;
+  }
+  if (std::optional<CommandStatus> now = status(id); now && now->log_owner == log_owner) return now;
+  if (previous && previous->log_owner == log_owner) return *previous;
+  return std::nullopt;
+}
+
 void Supervisor::notice_run(const std::string& id) {
   bool new_run = false;
   {

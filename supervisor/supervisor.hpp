@@ -186,6 +186,11 @@ class Supervisor {
   /// last sample is older than a second (only a view that shows `cpu` asks:
   /// without a cgroup a sample is a walk of /proc).
   std::optional<CommandStatus> status(const std::string& id, CpuFigure cpu = CpuFigure::skip) const;
+  /// The run whose CommandStatus::log_owner is `log_owner`: the record
+  /// under the name, if it is that run, or, if the record replaced that
+  /// run (a slot run again) once it had ended, that run's status at its
+  /// end; none when neither is (removed, replaced more than once).
+  std::optional<CommandStatus> run_status(const std::string& id, std::uint64_t log_owner) const;
   /// The uid whose record has the name `id` now (none: no record); cheaper
   /// than status() for a handle that checks on every write.
   std::optional<uid_t> owner_of(const std::string& id) const;

@@ -264,5 +264,38 @@ open(os.environ['T'] + '/go', 'w').close()
   EXPECT_EQ(wait_json("s")["proc"]["exitCode"], 0);
 }
 
+// Opened while its run still ran, read only after that run ended and the
+// slot ran again: the events end with that run's own end (the record that
+// replaced it keeps it), not with the state of the run now going.
+TEST_F(EndedOutputTest, EventsOpenedWhileTheRunRanEndWithItsEndAfterTheSlotRunsAgain) {
+  ASSERT_FALSE(start(json{{"name", "s"}, {"cmd", "while [ ! -e \"$T/go1\" ]; do sleep 0.02; done; echo one; exit 3"}}
+                         .dump())
+                   .empty());
+  auto r = python(R"(
+import json, os
+s, t = os.environ['MNT'] + '/procs/s/', os.environ['T']
+fds = {n: os.open(s + n, os.O_RDONLY) for n in ('events', 'events,follow')}
+open(t + '/go1', 'w').close()
+with open(s + 'wait') as f: print('first', json.load(f)['proc']['exitCode'])
+with open(s + 'cmd', 'w') as f: f.write('echo two; while [ ! -e "$T/go2" ]; do sleep 0.02; done\n')
+def whole(fd):
+    out = b''
+    while True:
+        b = os.read(fd, 65536)
+        if not b: return out
+        out += b
+for n in ('events', 'events,follow'):
+    events = [json.loads(l) for l in whole(fds[n]).decode().splitlines()]
+    print(n, [e.get('data', e['type']) for e in events], events[-1].get('state'),
+          events[-1].get('exit', {}).get('code'), events[-1].get('endReason'))
+open(t + '/go2', 'w').close()
+)");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "first 3\nevents ['one\\n', 'terminal'] exited 3 exited\n"
+            "events,follow ['one\\n', 'terminal'] exited 3 exited\n");
+  EXPECT_EQ(wait_json("s")["proc"]["exitCode"], 0);
+}
+
 }  // namespace
 }  // namespace sbxit
