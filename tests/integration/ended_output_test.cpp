@@ -235,22 +235,27 @@ print([e['type'] for e in events], events[-1].get('exit', {}).get('code'), event
             "log 6 b'hello\\n'\nstdout 6 b'hello\\n'\nstamped True\n['stdout', 'terminal'] 3 exited\n");
 }
 
-// A follower opened on a slot's ended run and first read after the slot
-// runs again shows its own run and ends with it (events: its own end),
-// not the new run's output or an end of a run still going.
-TEST_F(EndedOutputTest, AFollowerOpenedBeforeTheSlotRunsAgainShowsItsOwnRun) {
-  slot_ran("echo one; exit 3");
-  auto r = python(R"(
-import json, os
-s = os.environ['MNT'] + '/procs/s/'
-fds = {n: os.open(s + n, os.O_RDONLY) for n in ('log,follow', 'stdout,follow', 'events', 'events,follow')}
-with open(s + 'cmd', 'w') as f: f.write('echo two; while [ ! -e "$T/go" ]; do sleep 0.02; done\n')
+// Python: whole(fd), what a file descriptor reads up to EOF.
+constexpr const char* kWhole = R"(
+import os
 def whole(fd):
     out = b''
     while True:
         b = os.read(fd, 65536)
         if not b: return out
         out += b
+)";
+
+// A follower opened on a slot's ended run and first read after the slot
+// runs again shows its own run and ends with it (events: its own end),
+// not the new run's output or an end of a run still going.
+TEST_F(EndedOutputTest, AFollowerOpenedBeforeTheSlotRunsAgainShowsItsOwnRun) {
+  slot_ran("echo one; exit 3");
+  auto r = python(std::string(kWhole) + R"(
+import json, os
+s = os.environ['MNT'] + '/procs/s/'
+fds = {n: os.open(s + n, os.O_RDONLY) for n in ('log,follow', 'stdout,follow', 'events', 'events,follow')}
+with open(s + 'cmd', 'w') as f: f.write('echo two; while [ ! -e "$T/go" ]; do sleep 0.02; done\n')
 for n in ('log,follow', 'stdout,follow'): print(n, whole(fds[n]))
 for n in ('events', 'events,follow'):
     events = [json.loads(l) for l in whole(fds[n]).decode().splitlines()]
@@ -271,19 +276,13 @@ TEST_F(EndedOutputTest, EventsOpenedWhileTheRunRanEndWithItsEndAfterTheSlotRunsA
   ASSERT_FALSE(start(json{{"name", "s"}, {"cmd", "while [ ! -e \"$T/go1\" ]; do sleep 0.02; done; echo one; exit 3"}}
                          .dump())
                    .empty());
-  auto r = python(R"(
+  auto r = python(std::string(kWhole) + R"(
 import json, os
 s, t = os.environ['MNT'] + '/procs/s/', os.environ['T']
 fds = {n: os.open(s + n, os.O_RDONLY) for n in ('events', 'events,follow')}
 open(t + '/go1', 'w').close()
 with open(s + 'wait') as f: print('first', json.load(f)['proc']['exitCode'])
 with open(s + 'cmd', 'w') as f: f.write('echo two; while [ ! -e "$T/go2" ]; do sleep 0.02; done\n')
-def whole(fd):
-    out = b''
-    while True:
-        b = os.read(fd, 65536)
-        if not b: return out
-        out += b
 for n in ('events', 'events,follow'):
     events = [json.loads(l) for l in whole(fds[n]).decode().splitlines()]
     print(n, [e.get('data', e['type']) for e in events], events[-1].get('state'),
