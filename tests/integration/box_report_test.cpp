@@ -2,6 +2,7 @@
 // the background-measured sizes under the working directories.
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -163,6 +164,32 @@ TEST_F(BoxReportTest, WorkDirSizesMeasuringThenMeasured) {
   EXPECT_EQ(w["entries"][1]["name"], "small");
   // Cached: the same measurement on the next read.
   EXPECT_EQ(root_status()["workDirSizes"][0]["measuredAt"], w["measuredAt"]);
+}
+
+// A working directory in the mount itself, or reached through a link into
+// it, is not walked: the walk's requests would go to this daemon, and one
+// under way when it is killed (SIGKILL) would hold it and the mount for ever.
+TEST_F(BoxReportTest, AWorkingDirectoryInTheMountItselfIsNotMeasured) {
+  ASSERT_EQ(::symlink(mnt_.c_str(), (dir_ + "/link").c_str()), 0);
+  const std::vector<std::string> dirs = {mnt_, mnt_ + "/procs", dir_ + "/link/procs", dir_};
+  for (const std::string& d : dirs) ASSERT_FALSE(start(json{{"cmd", "sleep 30"}, {"cwd", d}}.dump()).empty()) << d;
+  json sizes;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        sizes = root_status()["workDirSizes"];
+        return sizes.size() == dirs.size();
+      },
+      10s))
+      << sizes;
+  for (const json& w : sizes) {
+    if (w["path"] == dir_) {
+      EXPECT_FALSE(w.contains("error")) << w;
+      EXPECT_GE(w["entryCount"].get<int>(), 1) << w;
+      continue;
+    }
+    EXPECT_EQ(w.value("error", ""), "in sbxfs's own mount: not measured") << w;
+    EXPECT_FALSE(w.contains("entries")) << w;
+  }
 }
 
 TEST_F(BoxReportTest, AFileSystemBelowAWorkingDirectoryThatAnswersNothingHoldsNothing) {
