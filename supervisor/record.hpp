@@ -70,6 +70,10 @@ struct Record {
   std::uint64_t queue_seq = 0;
   std::uint64_t launch_token = 0;  // 0: waiting
   Settled settled = Settled::no;   // LiveRecords' mark
+  // A STOP came while it was being started: its cgroup is frozen once the
+  // command has exec'd (frozen before, it could not exec, and the start
+  // would time out with the command let go).
+  bool freeze_after_start = false;
   // The ended run this one replaced (a slot run again), as it was at its
   // end: what a file bound to that run (events) tells of it afterwards.
   std::shared_ptr<const CommandStatus> previous_run;

@@ -403,6 +403,13 @@ void Supervisor::Impl::start_commit(std::uint64_t token) {
     ++running;
     auto it = records.find(id);
     it->second.launch_token = 0;
+    if (it->second.freeze_after_start) {
+      // A STOP written while it started, now that it has exec'd; one that
+      // cannot be (its cgroup gone) leaves it running, as it shows.
+      if (Cgroup(it->second.monitor.cgroup).freeze(true) != 0 && it->second.state == CommandState::paused)
+        it->second.state = transition(it->second.state, CommandEvent::resume_asked).next;
+      it->second.freeze_after_start = false;
+    }
     // Queued before the monitor's pidfd is watched, so it is told first.
     emit(Event::Kind::started, id);
     if (s->spec.ready) loop->post([this, id] { start_probe(id); });

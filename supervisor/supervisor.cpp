@@ -185,7 +185,10 @@ Status Supervisor::signal(const std::string& id, int sig) {
     // missed) and CONT thaws them; CONT is still sent, for one stopped by itself.
     const Transition t = transition(r.state, sig == SIGSTOP ? CommandEvent::pause_asked : CommandEvent::resume_asked);
     const std::string& cg = r.monitor.cgroup;
-    if (!cg.empty() && (t.action == CommandAction::freeze || t.action == CommandAction::thaw))
+    const bool freezes = !cg.empty() && (t.action == CommandAction::freeze || t.action == CommandAction::thaw);
+    if (freezes && (impl_->reserved.count(id) || r.launch_token != 0))
+      r.freeze_after_start = t.action == CommandAction::freeze;  // being started: start_commit freezes it
+    else if (freezes)
       if (int e = Cgroup(cg).freeze(t.action == CommandAction::freeze))
         return error_from_errno(e, "cannot write " + cg + "/cgroup.freeze");
     r.state = t.next;

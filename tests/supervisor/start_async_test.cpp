@@ -105,6 +105,29 @@ TEST_F(StartAsyncTest, TheOutcomeComesLaterOnTheEventThreadWhenTheMonitorReports
   EXPECT_EQ(ended->exit_code, 0);
 }
 
+// A STOP (a pause) written once the record is listed and before the
+// command has exec'd: frozen then, it could not exec, and the start would
+// time out with its command let go. It is paused once it has exec'd.
+TEST_F(StartAsyncTest, AStopWrittenWhileItStartsPausesItOnceItHasExeced) {
+  auto o = std::make_shared<Outcome>();
+  auto result = o->result.get_future();
+  auto paused = std::make_shared<std::promise<bool>>();
+  sup_->start_async(shell("echo ran; exit 3", "early-stop"), sup::StartMode::new_only, told(o), {},
+                    [this, paused](const sup::CommandStatus& st) { paused->set_value(sup_->signal(st.bg_id, SIGSTOP).ok()); });
+  ASSERT_EQ(result.wait_for(5000ms), std::future_status::ready);
+  auto r = result.get();
+  ASSERT_TRUE(r.ok()) << describe(r.error()) << " (start_timeout is 500 ms)";
+  EXPECT_TRUE(paused->get_future().get());
+  auto st = sup_->status("early-stop");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->state, "paused");
+  if (!st->cgroup.empty()) EXPECT_EQ(read_file(st->cgroup + "/cgroup.freeze"), "1\n");
+  ASSERT_TRUE(sup_->signal("early-stop", SIGCONT).ok());
+  auto ended = sup_->wait("early-stop", 5000ms);
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->exit_code, 3);
+}
+
 TEST_F(StartAsyncTest, AStopBeforeTheOutcomeIsInterruptedAndNothingRuns) {
   stop_server();
   auto o = std::make_shared<Outcome>();
