@@ -120,7 +120,13 @@ class StreamHandle : public FollowedReadHandle {
         pieces.push_back({static_cast<off_t>(r.off), r.size});
         count += r.size;
       }
-      view_.served(at, count);
+      // Its last byte, while the file is open: past log_max, the marker
+      // shown where this reader was needs a newline of its own unless the
+      // reader's last byte ended a line, and that byte may be dropped by then.
+      unsigned char last = 0;
+      const bool known = !ranges.empty() && ::pread(file->get(), &last, 1,
+                                                   static_cast<off_t>(ranges.back().off + ranges.back().size - 1)) == 1;
+      view_.served(at, count, known ? last : -1);
       return Reply::file(std::move(file), std::move(pieces));
     }
     if (int err = view_.read(index_, at, size, &out)) return failure(err);

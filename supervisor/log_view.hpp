@@ -73,7 +73,7 @@ class LogView {
   bool locate(const LogIndex& index, std::uint64_t off, std::size_t size, std::size_t max_ranges,
               std::shared_ptr<const UniqueFd>* file, std::vector<FileRange>* ranges) const;
   /// The reader was given [off, off+n), whose last byte is `last`.
-  /// `last`: -1 when not known (a reply sent without a copy).
+  /// `last`: -1 when not known.
   void served(std::uint64_t off, std::uint64_t n, int last = -1);
 
  private:

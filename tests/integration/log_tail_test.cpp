@@ -268,6 +268,38 @@ TEST_F(LogTail, FollowersStartedBeforeTheCapSeeACoherentStreamAndEnd) {
   EXPECT_TRUE(data.ends_with("60000\nend\n"));
 }
 
+// A follower that had read into the tail, then fell behind while the
+// tail moved on: its marker follows the last line it read with no empty
+// line between (the last byte it was given is gone from the log by then,
+// and it was sent without a copy, so it is remembered at the read).
+TEST_F(LogTail, AFollowerThatFallsBehindInTheTailGetsItsMarkerAfterItsLastLine) {
+  const std::string id = start("seq 1 8000; while [ ! -e \"$T/go1\" ]; do sleep 0.01; done; seq 8001 200000; "
+                               "touch \"$T/printed\"; while [ ! -e \"$T/go2\" ]; do sleep 0.01; done; echo end");
+  ASSERT_FALSE(id.empty());
+  auto r = python(R"(
+import os
+t, s = os.environ['T'], os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/'
+fds = {v: os.open(s + v + ',follow', os.O_RDONLY) for v in ('stdout', 'log')}
+first = len(''.join('%d\n' % i for i in range(1, 8001)))  # past the head (32 KiB)
+got = {v: b'' for v in fds}
+for v, fd in fds.items():
+    while len(got[v]) < first: got[v] += os.read(fd, min(4096, first - len(got[v])))  # as cat reads
+open(t + '/go1', 'w').close()
+while not os.path.exists(t + '/printed'): os.sched_yield()
+open(t + '/go2', 'w').close()
+for v, fd in fds.items():
+    while True:
+        b = os.read(fd, 4096)
+        if not b: break
+        got[v] += b
+    text = got[v].decode()
+    m = '[sbxfs: log_max'
+    print(v, text.count(m), text.count('\n\n'), text.endswith('199999\n200000\nend\n'))
+)", 60, {{"ID", id}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "stdout 1 0 True\nlog 1 0 True\n") << "view, markers, empty lines, its end";
+}
+
 TEST_F(LogTail, TheStateDirectoryStaysBounded) {
   const std::string id = start("head -c " + std::to_string(50 * kMax) + " /dev/zero | tr '\\0' y");
   ASSERT_FALSE(id.empty());
