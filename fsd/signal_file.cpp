@@ -1,6 +1,6 @@
 // procs/ID/signal: write `15`, `TERM`, `SIGTERM` or `RTMIN+2` (case-insensitive,
 // blanks trimmed; sup::parse_signal): the signal goes to the whole tree.
-// EINVAL for an unknown signal, ESRCH once the command has ended; the same
+// EINVAL for an unknown signal or a write longer than 32 bytes, ESRCH once the command has ended; the same
 // bytes refused again for the same reason on the same open file (Python's
 // buffered writer writes them again at close) add no second line to `errors`.
 #include <cerrno>
@@ -15,12 +15,22 @@ namespace fsd {
 
 namespace {
 
+constexpr std::size_t kMaxWrite = 32;
+
 class SignalHandle : public RecordHandle {
  public:
   SignalHandle(Filesystem& fs, const Node& node) : RecordHandle(fs, node, "signal") {}
 
   Reply write(fuse_req_t, std::string_view data, off_t) override {
     if (std::optional<Reply> gone = removed_since_open()) return *gone;
+    // The longest signal's name with blanks around it fits in far less:
+    // more is no signal (man sbxfs.5, E2BIG).
+    if (data.size() > kMaxWrite) {
+      refusals_.add(fs_.errors(), path_, EINVAL,
+                    "a signal write is at most " + std::to_string(kMaxWrite) + " bytes (a number, TERM or SIGTERM)",
+                    data.substr(0, kMaxWrite), id_, data);
+      return Reply::error(EINVAL);
+    }
     const std::optional<int> parsed = sup::parse_signal(data);
     if (!parsed) {
       refusals_.add(fs_.errors(), path_, EINVAL, "unknown signal (write a number, TERM or SIGTERM)", data, id_, data);

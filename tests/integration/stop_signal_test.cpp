@@ -374,6 +374,28 @@ except OSError as e:
   EXPECT_TRUE(errs.back()["error"].is_string());
 }
 
+// More than 32 bytes is no signal, even a name with blanks around it.
+TEST_F(StopSignalTest, AWriteLongerThan32BytesIsNoSignal) {
+  std::string id = start("sleep 30");
+  ASSERT_FALSE(id.empty());
+  auto py = python(R"(
+import os
+fd = os.open(os.environ['MNT'] + '/procs/' + os.environ['ID'] + '/signal', os.O_WRONLY)
+for data in (b' ' * 28 + b'TERM\n', b' ' * 27 + b'CONT\n'):
+    try:
+        print(os.write(fd, data))
+    except OSError as e:
+        print(e.errno)
+)",
+                   20, {{"ID", id}});
+  EXPECT_EQ(py.out, std::to_string(EINVAL) + "\n32\n") << py.err;
+  EXPECT_EQ(status_json(id)["running"], true) << "no TERM was sent";
+  const json errs = errors();
+  ASSERT_FALSE(errs.empty());
+  EXPECT_EQ(errs.back()["errno"], "EINVAL");
+  EXPECT_NE(errs.back()["error"].get<std::string>().find("at most 32 bytes"), std::string::npos) << errs.back();
+}
+
 TEST_F(StopSignalTest, ABufferedWritersRetryOfARefusedSignalIsOneLine) {
   std::string id = start("sleep 30");
   ASSERT_FALSE(id.empty());
