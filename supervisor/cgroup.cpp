@@ -347,27 +347,41 @@ std::vector<pid_t> Cgroup::members() const {
 
 std::size_t Cgroup::signal_members(int sig, bool also_cont, pid_t own_child) const {
   std::size_t n = 0;
-  // pidfds first, then the list again: a pidfd whose pid is still listed
-  // is a member (a pid names one live process at a time).
-  std::vector<std::pair<pid_t, int>> fds;
-  for (pid_t p : members()) {
-    if (p == own_child && own_child > 0) {
-      if (::kill(p, sig) == 0) ++n;
-      if (also_cont) ::kill(p, SIGCONT);
-      continue;
+  // A member forks while the list is read and signalled: the list is read
+  // again, and whoever is new gets the signal too, until a look finds no
+  // one new (a bounded number of times: a member that takes the signal and
+  // forks on has its later children after the write). Each process gets it once.
+  std::set<pid_t> signalled;
+  std::vector<pid_t> listed = members();
+  for (int round = 0; round < kSignalRounds; ++round) {
+    // pidfds first, then the list again: a pidfd whose pid is still listed
+    // is a member (a pid names one live process at a time).
+    std::vector<std::pair<pid_t, int>> fds;
+    bool found = false;
+    for (pid_t p : listed) {
+      if (signalled.count(p)) continue;
+      found = true;
+      if (p == own_child && own_child > 0) {
+        signalled.insert(p);
+        if (::kill(p, sig) == 0) ++n;
+        if (also_cont) ::kill(p, SIGCONT);
+        continue;
+      }
+      int fd = static_cast<int>(::syscall(SYS_pidfd_open, p, 0));
+      if (fd >= 0) fds.emplace_back(p, fd);
     }
-    int fd = static_cast<int>(::syscall(SYS_pidfd_open, p, 0));
-    if (fd >= 0) fds.emplace_back(p, fd);
-  }
-  if (fds.empty()) return n;
-  std::vector<pid_t> again = members();
-  std::set<pid_t> listed(again.begin(), again.end());
-  for (auto& [p, fd] : fds) {
-    if (listed.count(p)) {
-      if (::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0) ++n;
-      if (also_cont) ::syscall(SYS_pidfd_send_signal, fd, SIGCONT, nullptr, 0);
+    if (!found) break;
+    if (fds.empty() && round > 0) break;
+    listed = members();
+    const std::set<pid_t> now(listed.begin(), listed.end());
+    for (auto& [p, fd] : fds) {
+      if (now.count(p)) {
+        signalled.insert(p);
+        if (::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0) ++n;
+        if (also_cont) ::syscall(SYS_pidfd_send_signal, fd, SIGCONT, nullptr, 0);
+      }
+      ::close(fd);
     }
-    ::close(fd);
   }
   return n;
 }

@@ -91,10 +91,12 @@ class Cgroup {
   std::vector<pid_t> members() const;
   /// Sends `sig` (then SIGCONT when also_cont) to every member, each
   /// through a pidfd that is checked to still be a member (no reused pid
-  /// is hit). `own_child`, the caller's child not reaped yet, needs no
-  /// check: its pid cannot be reused (a stop of a one-process command
-  /// reads the cgroup once). Returns how many were signalled.
+  /// is hit), and to the members forked meanwhile (the list is read again
+  /// until it shows no one new, at most kSignalRounds times); each once.
+  /// `own_child`, the caller's child not reaped yet, needs no check: its
+  /// pid cannot be reused. Returns how many were signalled.
   std::size_t signal_members(int sig, bool also_cont = false, pid_t own_child = 0) const;
+  static constexpr int kSignalRounds = 8;
   /// cgroup.kill: SIGKILL to every member, forks included. ENOENT where the
   /// kernel has no cgroup.kill (before 5.14).
   int kill() const;

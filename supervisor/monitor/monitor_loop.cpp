@@ -200,6 +200,8 @@ void Loop::send_signal(int sig) {
   if (sig == SIGSTOP && (state_ == sup::CommandState::stopping || state_ == sup::CommandState::killing)) return;
   if (sig == SIGKILL) sent_sigkill_ = true;
   if (!m_.cg.empty()) {
+    // KILL: cgroup.kill ends every member at once, one forking too.
+    if (sig == SIGKILL && m_.cg.kill() == 0) return;
     m_.cg.signal_members(sig, false, own_root());
     return;
   }
