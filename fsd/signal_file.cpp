@@ -27,7 +27,7 @@ class SignalHandle : public RecordHandle {
     // more is no signal (man sbxfs.5, E2BIG).
     if (data.size() > kMaxWrite) {
       refusals_.add(fs_.errors(), path_, EINVAL,
-                    "a signal write is at most " + std::to_string(kMaxWrite) + " bytes (a number, TERM or SIGTERM)",
+                    "unknown signal (write a number, TERM or SIGTERM: at most " + std::to_string(kMaxWrite) + " bytes)",
                     data.substr(0, kMaxWrite), id_, data);
       return Reply::error(EINVAL);
     }
