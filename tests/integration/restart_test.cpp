@@ -255,9 +255,10 @@ TEST_F(RestartTest, AnEndWrittenButNotRenamedIsKept) {
   ASSERT_FALSE(a.empty());
   const std::string dir = state_ + "/procs/" + a;
   // As the monitor leaves it: its end written over the reserved blanks, not yet truncated.
+  const std::string finished = iso_time_ago(60);
   const std::string end =
       R"({"exitCode": -1, "signal": "SIGKILL", "endReason": "killed", "timedOut": false, )"
-      R"("finishedAt": "2026-12-06T16:57:06.700Z", "oom": false, "outputLost": 0})";
+      R"("finishedAt": ")" + finished + R"(", "oom": false, "outputLost": 0})";
   const int fd = ::open((dir + "/exit.json.tmp").c_str(), O_WRONLY);
   ASSERT_GE(fd, 0) << "the monitor reserves exit.json.tmp at the start";
   ASSERT_EQ(::pwrite(fd, end.data(), end.size(), 0), static_cast<ssize_t>(end.size()));
@@ -267,7 +268,7 @@ TEST_F(RestartTest, AnEndWrittenButNotRenamedIsKept) {
   EXPECT_EQ(s["running"], false);
   EXPECT_EQ(s["endReason"], "killed") << s.dump();
   EXPECT_EQ(s["signal"], "SIGKILL") << s.dump();
-  EXPECT_EQ(s["finishedAt"], "2026-12-06T16:57:06.700Z") << s.dump();
+  EXPECT_EQ(s["finishedAt"], finished) << s.dump();
   EXPECT_FALSE(std::filesystem::exists(dir + "/exit.json.tmp"));
 }
 

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -206,6 +207,15 @@ bool is_auto_id(const std::string& id) {
 bool is_iso_time(const json& v) {
   static const std::regex re(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$)");
   return v.is_string() && std::regex_match(v.get<std::string>(), re);
+}
+
+std::string iso_time_ago(int seconds) {
+  const std::time_t t = std::time(nullptr) - seconds;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+  return buf;
 }
 
 // ---------------------------------------------------------------- children

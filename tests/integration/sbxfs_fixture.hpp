@@ -86,6 +86,9 @@ bool is_auto_id(const std::string& id);
 bool blocked_in_fuse(pid_t pid);
 /// Matches an ISO-8601 UTC timestamp such as 2026-11-29T22:15:47.123Z.
 bool is_iso_time(const json& v);
+/// That form of the time `seconds` ago: a record's end that no retention
+/// (keep_ended_sec, a week by default) has removed yet, whatever the date.
+std::string iso_time_ago(int seconds);
 
 class SbxfsTest : public ::testing::Test {
  protected:

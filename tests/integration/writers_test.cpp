@@ -518,7 +518,8 @@ TEST_F(WritersTest, DotNamesAreRefusedAndStagingNamesMeanNothingAcrossKill9) {
   ASSERT_EQ(write_file(old + "/spec.json", R"({"bgId": ".new-old", "argv": ["/bin/true"], "cwd": "/"})",
                        O_WRONLY | O_CREAT | O_TRUNC), 0);
   ASSERT_EQ(write_file(old + "/exit.json",
-                       R"({"exitCode": 0, "signal": null, "endReason": "exited", "timedOut": false, "finishedAt": "2026-11-29T22:16:01.002Z"})",
+                       R"({"exitCode": 0, "signal": null, "endReason": "exited", "timedOut": false, "finishedAt": ")" +
+                           iso_time_ago(60) + R"("})",
                        O_WRONLY | O_CREAT | O_TRUNC), 0);
   ASSERT_EQ(write_file(old + "/log", "old-log\n", O_WRONLY | O_CREAT | O_TRUNC), 0);
   ASSERT_TRUE(start_daemon());

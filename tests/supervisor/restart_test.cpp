@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "supervisor/clock.hpp"
 #include "tests/supervisor/test_util.hpp"
 
 namespace {
@@ -344,7 +345,7 @@ TEST_F(RecoveryTest, OlderBuildsDotNamedRecordsLoad) {
     fs::create_directories(dir);
     write_file(dir + "/spec.json", "{\"bgId\": \"" + name + "\", \"argv\": [\"/bin/true\"], \"cwd\": \"/\"}");
     write_file(dir + "/exit.json", "{\"exitCode\": 0, \"signal\": null, \"endReason\": \"exited\", "
-                                   "\"timedOut\": false, \"finishedAt\": \"2026-11-29T22:16:01.002Z\"}");
+                                   "\"timedOut\": false, \"finishedAt\": \"" + sup::iso_now() + "\"}");
     write_file(dir + "/log", "kept\n");
   }
   fs::create_directories(procs_dir() + "/.new-slot");
