@@ -294,10 +294,12 @@ for v, fd in fds.items():
         got[v] += b
     text = got[v].decode()
     m = '[sbxfs: log_max'
-    print(v, text.count(m), text.count('\n\n'), text.endswith('199999\n200000\nend\n'))
+    print(v, text.count(m) >= 1, text.count('\n\n'), text.endswith('199999\n200000\nend\n'))
 )", 60, {{"ID", id}});
+  // (More than one marker when the monitor still relays what seq printed
+  // while the reader reads on: it falls behind again.)
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, "stdout 1 0 True\nlog 1 0 True\n") << "view, markers, empty lines, its end";
+  EXPECT_EQ(r.out, "stdout True 0 True\nlog True 0 True\n") << "view, a marker, empty lines, its end";
 }
 
 TEST_F(LogTail, TheStateDirectoryStaysBounded) {
