@@ -356,6 +356,7 @@ int run(Options& opts) {
   // every command recorded there; its event thread starts here, after the fork.
   sup::SupervisorOptions sopts;
   sopts.state_dir = state_dir;
+  sopts.own_mount = mountpoint;
   sopts.secrets = std::move(secrets);
   sopts.retention.keep = opts.keep_ended;
   sopts.retention.max_age = std::chrono::seconds(opts.keep_ended_sec);

@@ -1,17 +1,13 @@
 #include "supervisor/box_report.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <deque>
-#include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -20,6 +16,7 @@
 #include <unistd.h>
 
 #include "supervisor/clock.hpp"
+#include "supervisor/own_mount.hpp"
 
 namespace sup {
 
@@ -81,95 +78,10 @@ std::uint64_t du_dir(int fd, Walk& w) {
   return total;
 }
 
-bool at_or_below(const std::string& path, const std::string& top) {
-  return path == top || (path.starts_with(top) && (top == "/" || path[top.size()] == '/'));
-}
-
-/// A mount point as /proc/self/mountinfo writes it: space, tab, newline
-/// and backslash as \ooo.
-std::string unescape_mount_path(const std::string& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])) &&
-        std::isdigit(static_cast<unsigned char>(s[i + 2])) && std::isdigit(static_cast<unsigned char>(s[i + 3]))) {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-/// `own` and every mount point of the same mount (bind mounts of it), from
-/// /proc/self/mountinfo: found without a look into any of them.
-std::vector<std::string> own_mount_points(const std::string& own) {
-  std::vector<std::string> out = {own};
-  if (own.empty()) return {};
-  std::ifstream in("/proc/self/mountinfo");
-  std::vector<std::pair<std::string, std::string>> mounts;  // (major:minor, mount point)
-  std::string device;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream f(line);
-    std::string id, parent, dev, root, point;
-    if (!(f >> id >> parent >> dev >> root >> point)) continue;
-    point = unescape_mount_path(point);
-    if (point == own) device = dev;  // the last one listed is on top
-    mounts.emplace_back(dev, point);
-  }
-  for (const auto& [dev, point] : mounts)
-    if (!device.empty() && dev == device && point != own) out.push_back(point);
-  return out;
-}
-
-/// `dir` with its symbolic links, "." and ".." resolved a name at a time, as
-/// the kernel would, but never looking at anything at or below a path of
-/// `avoid`: nullopt when `dir` is there.
-std::optional<std::string> resolve_outside(const std::string& dir, const std::vector<std::string>& avoid) {
-  std::deque<std::string> names;
-  auto push_front_path = [&names](const std::string& p) {
-    std::vector<std::string> parts;
-    for (std::size_t at = 0; at <= p.size();) {
-      const std::size_t slash = std::min(p.find('/', at), p.size());
-      if (slash > at) parts.push_back(p.substr(at, slash - at));
-      at = slash + 1;
-    }
-    names.insert(names.begin(), parts.begin(), parts.end());
-  };
-  auto avoided = [&avoid](const std::string& p) {
-    return std::any_of(avoid.begin(), avoid.end(), [&p](const std::string& a) { return at_or_below(p, a); });
-  };
-  push_front_path(dir);
-  std::string here = "/";
-  if (avoided(here)) return std::nullopt;
-  for (int links = 0; !names.empty();) {
-    const std::string name = names.front();
-    names.pop_front();
-    if (name == ".") continue;
-    if (name == "..") {
-      here = here.substr(0, std::max<std::size_t>(1, here.rfind('/')));
-      continue;
-    }
-    const std::string next = here == "/" ? "/" + name : here + "/" + name;
-    if (avoided(next)) return std::nullopt;
-    char target[4096];
-    const ssize_t n = ::readlink(next.c_str(), target, sizeof target);
-    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof target) {
-      here = next;  // not a link (or unreadable: the open says why)
-      continue;
-    }
-    if (++links > 40) return dir;  // ELOOP: the open says so
-    const std::string to(target, static_cast<std::size_t>(n));
-    if (to.starts_with('/')) here = "/";
-    push_front_path(to);
-  }
-  return here;
-}
-
 /// {path, measuredAt, totalBytes, entries: [{name, bytes}] (largest first), partial}
 nlohmann::json measure(const std::string& dir, const std::atomic<bool>& cancel, const std::string& own_mount) {
   nlohmann::json j = {{"path", dir}};
-  const std::optional<std::string> real = resolve_outside(dir, own_mount_points(own_mount));
+  const std::optional<std::string> real = OwnMount::resolve_outside(dir, OwnMount(own_mount).points_now());
   if (!real) {
     j["error"] = "in sbxfs's own mount: not measured";
     j["measuredAt"] = sup::iso_now();
@@ -237,13 +149,18 @@ nlohmann::json memory_json() {
   return {{"totalGb", round2(total / kGb)}, {"availableGb", round2(available / kGb)}};
 }
 
-nlohmann::json disk_json(const std::string& state_dir) {
+nlohmann::json disk_json(const std::string& state_dir, const OwnMount& own) {
   const std::pair<const char*, std::string> places[] = {
       {"stateDir", state_dir}, {"root", "/"}, {"tmp", "/tmp"}, {"shm", "/dev/shm"}};
   nlohmann::json out = nlohmann::json::array();
   std::vector<std::pair<dev_t, std::string>> seen;
   for (const auto& [what, path] : places) {
     nlohmann::json j = {{"what", what}, {"path", path}};
+    if (own.holds(path)) {  // a mount point there (not looked at: own_mount.hpp)
+      j["error"] = "sbxfs's own mount";
+      out.push_back(std::move(j));
+      continue;
+    }
     struct stat st {};
     struct statvfs vfs {};
     if (::stat(path.c_str(), &st) != 0 || ::statvfs(path.c_str(), &vfs) != 0) {
@@ -287,17 +204,8 @@ WorkDirSizes::~WorkDirSizes() {
 }
 
 void WorkDirSizes::keep_out(const std::string& own_mount) {
-  // The folder it is in resolved (links, as mountinfo has none); the mount
-  // point itself is not looked at: that would be a request to the daemon.
-  std::string point = own_mount;
-  const std::filesystem::path p(own_mount);
-  if (p.has_parent_path() && p != p.root_path()) {
-    std::error_code ec;
-    const std::filesystem::path parent = std::filesystem::canonical(p.parent_path(), ec);
-    if (!ec) point = (parent / p.filename()).string();
-  }
   std::lock_guard g(state_->mu);
-  state_->own_mount = point;
+  state_->own_mount = OwnMount(own_mount).point();
 }
 
 void WorkDirSizes::report(const std::vector<std::string>& dirs, nlohmann::json& measured,

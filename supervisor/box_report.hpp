@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "supervisor/own_mount.hpp"
+
 namespace sup {
 
 /// {"1m": x, "5m": y, "15m": z}
@@ -25,8 +27,9 @@ nlohmann::json load_json();
 nlohmann::json memory_json();
 /// For the state directory's filesystem, /, /tmp and /dev/shm:
 /// [{what, path, sizeGb, usedGb, freeGb}], or {what, path, sameAs: PATH}
-/// for one on the same device as an earlier one (never counted twice).
-nlohmann::json disk_json(const std::string& state_dir);
+/// for one on the same device as an earlier one (never counted twice);
+/// one that is the daemon's own mount point, {what, path, error}, not looked at.
+nlohmann::json disk_json(const std::string& state_dir, const OwnMount& own = OwnMount());
 
 class WorkDirSizes {
  public:

@@ -8,8 +8,14 @@
 namespace sup {
 
 // What execvp would run: a found, executable file, else why not.
-Status check_executable(const std::string& argv0, const std::string& cwd, const std::string& path_var) {
-  auto check = [](const std::string& p) -> int {
+Status check_executable(const std::string& argv0, const std::string& cwd, const std::string& path_var,
+                        const OwnMount& own) {
+  bool unseen = false;  // a place in the daemon's own mount was passed by
+  auto check = [&own, &unseen](const std::string& p) -> int {
+    if (own.holds(p)) {
+      unseen = true;
+      return ENOENT;
+    }
     struct stat st{};
     if (::stat(p.c_str(), &st) != 0) return errno;
     if (S_ISDIR(st.st_mode)) return EACCES;
@@ -18,7 +24,7 @@ Status check_executable(const std::string& argv0, const std::string& cwd, const 
   };
   if (argv0.find('/') != std::string::npos) {
     std::string p = argv0[0] == '/' ? argv0 : cwd + "/" + argv0;
-    if (int e = check(p)) return error_from_errno(e, "cannot execute '" + argv0 + "'");
+    if (int e = check(p); e != 0 && !unseen) return error_from_errno(e, "cannot execute '" + argv0 + "'");
     return Ok{};
   }
   int worst = ENOENT;
@@ -36,6 +42,7 @@ Status check_executable(const std::string& argv0, const std::string& cwd, const 
     if (e == ENAMETOOLONG) return error_from_errno(e, "cannot execute '" + argv0 + "'");
     i = j + 1;
   }
+  if (unseen) return Ok{};
   if (worst == ENOENT) return Error{Errc::not_found, "cannot execute '" + argv0 + "': not found in PATH"};
   return error_from_errno(worst, "cannot execute '" + argv0 + "'");
 }

@@ -131,7 +131,7 @@ void Supervisor::Impl::start_queued() {
     // What was checked when it was queued may have changed since.
     std::map<std::string, std::string> env = command_env(s->spec);
     const std::vector<std::string> argv = s->spec.effective_argv();
-    Status ok = check_executable(argv[0], s->spec.cwd, env.count("PATH") ? env["PATH"] : "");
+    Status ok = check_executable(argv[0], s->spec.cwd, env.count("PATH") ? env["PATH"] : "", own_mount);
     if (!ok) {
       unreserve(s->id, s->spec.requester_uid);
       end_queued(s->id, ok.error(), false);

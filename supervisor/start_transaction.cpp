@@ -58,13 +58,17 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
   // name is not UTF-8 (the writer's, by default) cannot be recorded.
   if (auto why = why_not_text(spec.cwd))
     return done(Error{Errc::invalid_argument, "cwd is not text (" + *why + "): give a \"cwd\" in a JSON request"});
-  struct stat st{};
-  if (::stat(spec.cwd.c_str(), &st) != 0) return done(error_from_errno(errno, "cwd '" + spec.cwd + "'"));
-  if (!S_ISDIR(st.st_mode)) return done(Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"});
-  // The monitor changes there before it drops to the writer's ids: a
-  // folder the request names must be one its writer may enter.
-  if (spec.run_as && !spec.cwd_is_writers)
-    if (auto v = check_searchable_as(spec.cwd, *spec.run_as); !v) return done(v.error());
+  // A folder in the daemon's own mount is not looked at here (own_mount.hpp):
+  // the monitor, another process, changes there or says why not.
+  if (!I.own_mount.holds(spec.cwd)) {
+    struct stat st{};
+    if (::stat(spec.cwd.c_str(), &st) != 0) return done(error_from_errno(errno, "cwd '" + spec.cwd + "'"));
+    if (!S_ISDIR(st.st_mode)) return done(Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"});
+    // The monitor changes there before it drops to the writer's ids: a
+    // folder the request names must be one its writer may enter.
+    if (spec.run_as && !spec.cwd_is_writers)
+      if (auto v = check_searchable_as(spec.cwd, *spec.run_as); !v) return done(v.error());
+  }
   if (spec.timeout_sec && *spec.timeout_sec <= 0) return done(Error{Errc::invalid_argument, "timeoutSec must be > 0"});
   if (spec.stop_grace_sec < 0) return done(Error{Errc::invalid_argument, "stopGraceSec must be >= 0"});
   if (!spec.name.empty())
@@ -74,7 +78,8 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
       return done(Error{Errc::invalid_argument, *why});
 
   std::map<std::string, std::string> env = command_env(spec);
-  if (auto v = check_executable(argv[0], spec.cwd, env.count("PATH") ? env["PATH"] : ""); !v) return done(v.error());
+  if (auto v = check_executable(argv[0], spec.cwd, env.count("PATH") ? env["PATH"] : "", I.own_mount); !v)
+    return done(v.error());
 
   // Claim the id (and a place under max_running). `done` runs without the lock.
   std::string& id = s->id;

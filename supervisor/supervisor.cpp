@@ -55,6 +55,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   if (opts.monitor_path.empty()) opts.monitor_path = default_monitor_path();
   auto impl = std::make_unique<Impl>();
   impl->opts = std::move(opts);
+  impl->own_mount = OwnMount(impl->opts.own_mount);
   impl->procs_dir = impl->opts.state_dir + "/procs";
   impl->staging_dir = impl->opts.state_dir + "/staging";
   impl->inotify.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));

@@ -31,6 +31,10 @@ namespace sup {
 struct SupervisorOptions {
   std::string state_dir;          ///< created (0700) if missing
   std::string monitor_path;       ///< the sbxfs-monitor executable; empty: default_monitor_path()
+  /// The daemon's mount point: a request's cwd or PATH that leads into it
+  /// is not looked at by the supervisor (own_mount.hpp); the monitor finds
+  /// out. Empty: none.
+  std::string own_mount;
   std::vector<std::string> secrets;  ///< values masked everywhere (--secrets-file)
   /// Ended records kept (with their logs); past it the oldest are removed.
   RetentionPolicy retention;

@@ -27,6 +27,7 @@
 #include "supervisor/monitor_launcher.hpp"
 #include "supervisor/reader_probes.hpp"
 #include "supervisor/readiness_probe.hpp"
+#include "supervisor/own_mount.hpp"
 #include "supervisor/record.hpp"
 #include "supervisor/retention.hpp"
 #include "supervisor/secrets.hpp"
@@ -39,6 +40,7 @@ namespace sup {
 
 struct Supervisor::Impl {
   SupervisorOptions opts;
+  OwnMount own_mount;       // opts.own_mount, its folder resolved: never looked into
   std::string procs_dir;
   std::string staging_dir;  // starts and removals in progress: never in procs/, whose names are the users'
   std::string started_at = iso_now();
