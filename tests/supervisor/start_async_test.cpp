@@ -112,7 +112,11 @@ TEST_F(StartAsyncTest, AStopWrittenWhileItStartsPausesItOnceItHasExeced) {
   auto o = std::make_shared<Outcome>();
   auto result = o->result.get_future();
   auto paused = std::make_shared<std::promise<bool>>();
-  sup_->start_async(shell("echo ran; exit 3", "early-stop"), sup::StartMode::new_only, told(o), {},
+  // It waits for `go`: tracked without a cgroup, the STOP reaches it after
+  // its exec (through its monitor), and it must still be there then.
+  const std::string go = state_dir() + "/go";
+  sup_->start_async(shell("while [ ! -e '" + go + "' ]; do sleep 0.01; done; exit 3", "early-stop"),
+                    sup::StartMode::new_only, told(o), {},
                     [this, paused](const sup::CommandStatus& st) { paused->set_value(sup_->signal(st.bg_id, SIGSTOP).ok()); });
   ASSERT_EQ(result.wait_for(5000ms), std::future_status::ready);
   auto r = result.get();
@@ -122,7 +126,9 @@ TEST_F(StartAsyncTest, AStopWrittenWhileItStartsPausesItOnceItHasExeced) {
   ASSERT_TRUE(st);
   EXPECT_EQ(st->state, "paused");
   if (!st->cgroup.empty()) EXPECT_EQ(read_file(st->cgroup + "/cgroup.freeze"), "1\n");
-  ASSERT_TRUE(sup_->signal("early-stop", SIGCONT).ok());
+  write_file(go, "");
+  const sup::Status cont = sup_->signal("early-stop", SIGCONT);
+  ASSERT_TRUE(cont.ok()) << describe(cont.error());
   auto ended = sup_->wait("early-stop", 5000ms);
   ASSERT_TRUE(ended);
   EXPECT_EQ(ended->exit_code, 3);
