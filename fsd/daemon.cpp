@@ -26,6 +26,7 @@
 #include "fsd/filesystem.hpp"
 #include "fsd/mount_beneath.hpp"
 #include "fsd/mount_point_lock.hpp"
+#include "supervisor/own_mount.hpp"
 #include "fsd/mount_watch.hpp"
 #include "fsd/stale_mount.hpp"
 #include "supervisor/supervisor.hpp"
@@ -300,7 +301,12 @@ extern "C" const char* __lsan_default_suppressions() { return "leak:fuse_session
 extern "C" const char* __lsan_default_options() { return "print_suppressions=0"; }
 
 int run(Options& opts) {
-  const std::string mountpoint = absolute_path(opts.mountpoint);
+  // Its symbolic links resolved (readlink alone: a mount there is not
+  // asked), so that the mount table, which names the place the kernel
+  // mounts on, is looked up by that name: a live sbxfs there is found,
+  // and a lazy unmount of it noticed.
+  const std::string given = absolute_path(opts.mountpoint);
+  const std::string mountpoint = sup::OwnMount::resolve_outside(given, {}).value_or(given);
   const std::string state_dir = absolute_path(opts.state_dir);
   if (const std::optional<std::string> why = overlap(mountpoint, state_dir)) {
     std::fprintf(stderr, "sbxfs: %s\n", why->c_str());

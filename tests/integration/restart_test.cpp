@@ -476,6 +476,16 @@ TEST_F(RestartTest, LiveMountAtTheMountPointIsRefused) {
   EXPECT_NE(r.err.find("a live sbxfs is already mounted at"), std::string::npos) << r.err;
   EXPECT_EQ(stat_errno(dir_ + "/state2"), ENOENT);
   EXPECT_EQ(sbxfs_mount_count(mnt_), 1);
+  // Named through a symbolic link, to it or to its folder: the same place.
+  ASSERT_EQ(::symlink(mnt_.c_str(), (dir_ + "/to-mnt").c_str()), 0);
+  ASSERT_EQ(::symlink(dir_.c_str(), (dir_ + "/to-dir").c_str()), 0);
+  for (const std::string& named : {dir_ + "/to-mnt", dir_ + "/to-dir/mnt"}) {
+    r = run_argv({SBXFS_PATH, "-f", "--state-dir", dir_ + "/state2", named}, 10);
+    if (sbxfs_mount_count(mnt_) > 1) run_argv({"fusermount3", "-u", mnt_}, 10);  // the one on top
+    EXPECT_EQ(r.code, 1) << named << ": " << r.err;
+    EXPECT_NE(r.err.find("a live sbxfs is already mounted at " + mnt_), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(sbxfs_mount_count(mnt_), 1);
   EXPECT_EQ(stat_errno(p("status.json")), 0) << "the first daemon still serves";
   EXPECT_EQ(root_status()["supervisor"]["pid"], daemon_pid());
 }
