@@ -12,14 +12,15 @@ Status check_executable(const std::string& argv0, const std::string& cwd, const 
                         const OwnMount& own) {
   bool unseen = false;  // a place in the daemon's own mount was passed by
   auto check = [&own, &unseen](const std::string& p) -> int {
-    if (own.holds(p)) {
+    const std::optional<std::string> real = own.outside(p);
+    if (!real) {
       unseen = true;
       return ENOENT;
     }
     struct stat st{};
-    if (::stat(p.c_str(), &st) != 0) return errno;
+    if (::stat(real->c_str(), &st) != 0) return errno;
     if (S_ISDIR(st.st_mode)) return EACCES;
-    if (::access(p.c_str(), X_OK) != 0) return errno;
+    if (::access(real->c_str(), X_OK) != 0) return errno;
     return 0;
   };
   if (argv0.find('/') != std::string::npos) {

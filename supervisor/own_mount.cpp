@@ -43,7 +43,20 @@ OwnMount::OwnMount(const std::string& mount_point) : point_(mount_point) {
   if (!ec) point_ = (parent / p.filename()).string();
 }
 
-bool OwnMount::holds(const std::string& path) const { return !point_.empty() && !resolve_outside(path, {point_}); }
+std::optional<std::string> OwnMount::outside(const std::string& path) const {
+  if (point_.empty()) return path;
+  std::vector<std::string> avoid;
+  {
+    std::lock_guard g(points_->mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (points_->list.empty() || now - points_->read_at > std::chrono::seconds(2)) {
+      points_->list = points_now();
+      points_->read_at = now;
+    }
+    avoid = points_->list;
+  }
+  return resolve_outside(path, avoid);
+}
 
 std::vector<std::string> OwnMount::points_now() const {
   if (point_.empty()) return {};
@@ -98,6 +111,8 @@ std::optional<std::string> OwnMount::resolve_outside(const std::string& path, co
       continue;
     }
     if (++links > 40) return path;  // ELOOP: whoever opens it says so
+    // /proc/PID/cwd, root, fd/N...: not where their text says.
+    if (next.starts_with("/proc/") && next.find('/', 6) != std::string::npos) return std::nullopt;
     const std::string to(target, static_cast<std::size_t>(n));
     if (to.starts_with('/')) here = "/";
     push_front_path(to);

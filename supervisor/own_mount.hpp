@@ -7,6 +7,9 @@
 // a working directory measured) is therefore resolved a name at a time,
 // its symbolic links followed by readlink in the folders above, and never
 // looked at once it reaches the mount point.
+#include <chrono>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,20 +24,35 @@ class OwnMount {
   explicit OwnMount(const std::string& mount_point);
 
   const std::string& point() const { return point_; }
-  /// Whether absolute `path` leads into the mount point (or is it).
-  bool holds(const std::string& path) const;
+  /// Absolute `path` resolved (resolve_outside) away from the mount and
+  /// its other mounts (points_now(), read again at most every 2 s): what to
+  /// look at in its place (so that a link changed since is not followed
+  /// again), or nullopt when it leads into one of them. As it is without a
+  /// mount point.
+  std::optional<std::string> outside(const std::string& path) const;
+  /// Whether absolute `path` leads into the mount (or another mount of it).
+  bool holds(const std::string& path) const { return !outside(path); }
   /// The mount point and the other mounts of the same file system (bind
   /// mounts of it), from /proc/self/mountinfo: none of them looked at.
   std::vector<std::string> points_now() const;
 
   /// Absolute `path` with its links, "." and ".." resolved as the kernel
   /// would, never looking at anything at or below a path of `avoid`:
-  /// nullopt when it leads there. A name that is no link (or cannot be
-  /// read) is taken as it is: whoever opens the result learns why not.
+  /// nullopt when it leads there, or through a link of /proc/PID/ (cwd,
+  /// root, fd/N: the kernel follows those to a place that their text does
+  /// not name, maybe in another mount namespace). A name that is no link
+  /// (or cannot be read) is taken as it is: whoever opens the result
+  /// learns why not.
   static std::optional<std::string> resolve_outside(const std::string& path, const std::vector<std::string>& avoid);
 
  private:
+  struct Points {
+    std::mutex mu;
+    std::vector<std::string> list;                   // guarded by mu
+    std::chrono::steady_clock::time_point read_at;  // guarded by mu
+  };
   std::string point_;
+  std::shared_ptr<Points> points_ = std::make_shared<Points>();  // shared by copies
 };
 
 }  // namespace sup

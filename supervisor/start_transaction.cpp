@@ -60,14 +60,14 @@ void Supervisor::start_async(const StartSpec& spec_in, StartMode mode, StartDone
     return done(Error{Errc::invalid_argument, "cwd is not text (" + *why + "): give a \"cwd\" in a JSON request"});
   // A folder in the daemon's own mount is not looked at here (own_mount.hpp):
   // the monitor, another process, changes there or says why not.
-  if (!I.own_mount.holds(spec.cwd)) {
+  if (const std::optional<std::string> real = I.own_mount.outside(spec.cwd)) {
     struct stat st{};
-    if (::stat(spec.cwd.c_str(), &st) != 0) return done(error_from_errno(errno, "cwd '" + spec.cwd + "'"));
+    if (::stat(real->c_str(), &st) != 0) return done(error_from_errno(errno, "cwd '" + spec.cwd + "'"));
     if (!S_ISDIR(st.st_mode)) return done(Error{Errc::not_a_directory, "cwd '" + spec.cwd + "' is not a directory"});
     // The monitor changes there before it drops to the writer's ids: a
     // folder the request names must be one its writer may enter.
     if (spec.run_as && !spec.cwd_is_writers)
-      if (auto v = check_searchable_as(spec.cwd, *spec.run_as); !v) return done(v.error());
+      if (auto v = check_searchable_as(*real, *spec.run_as); !v) return done(v.error());
   }
   if (spec.timeout_sec && *spec.timeout_sec <= 0) return done(Error{Errc::invalid_argument, "timeoutSec must be > 0"});
   if (spec.stop_grace_sec < 0) return done(Error{Errc::invalid_argument, "stopGraceSec must be >= 0"});
@@ -409,9 +409,10 @@ void Supervisor::Impl::start_commit(std::uint64_t token) {
     auto it = records.find(id);
     it->second.launch_token = 0;
     if (it->second.freeze_after_start) {
-      // A STOP written while it started, now that it has exec'd; one that
-      // cannot be (its cgroup gone) leaves it running, as it shows.
-      if (Cgroup(it->second.monitor.cgroup).freeze(true) != 0 && it->second.state == CommandState::paused)
+      // A STOP written while it started, now that it has exec'd, unless a
+      // stop came after it (its TERM must not find the tree frozen); one
+      // that cannot be (its cgroup gone) leaves it running, as it shows.
+      if (it->second.state == CommandState::paused && Cgroup(it->second.monitor.cgroup).freeze(true) != 0)
         it->second.state = transition(it->second.state, CommandEvent::resume_asked).next;
       it->second.freeze_after_start = false;
     }

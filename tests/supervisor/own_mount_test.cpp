@@ -34,6 +34,13 @@ TEST(OwnMountTest, APathIntoTheMountByNameLinkOrDotsIsHeld) {
   EXPECT_EQ(OwnMount::resolve_outside(t + "/work/./x/../y", {t + "/mnt"}), t + "/work/y");
   EXPECT_EQ(OwnMount::resolve_outside(t + "/to-mnt", {t + "/mnt"}), std::nullopt);
   EXPECT_FALSE(OwnMount().holds(t + "/mnt")) << "no mount: nothing held";
+  // What to look at instead: the path resolved (a link changed since is
+  // not followed again).
+  EXPECT_EQ(own.outside(t + "/work/./x"), t + "/work/x");
+  // /proc/PID/cwd and root lead where their text does not say: not followed.
+  EXPECT_TRUE(own.holds("/proc/self/cwd"));
+  EXPECT_TRUE(own.holds("/proc/" + std::to_string(::getpid()) + "/root/tmp"));
+  EXPECT_FALSE(own.holds("/proc/self/status")) << "a file of /proc is no link";
 }
 
 }  // namespace

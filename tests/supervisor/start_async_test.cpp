@@ -134,6 +134,27 @@ TEST_F(StartAsyncTest, AStopWrittenWhileItStartsPausesItOnceItHasExeced) {
   EXPECT_EQ(ended->exit_code, 3);
 }
 
+// The same STOP, then a stop, both before the exec: the stop's TERM must
+// not find the tree frozen at the start's end (it would wait for the grace).
+TEST_F(StartAsyncTest, AStopAfterAnEarlyStopIsNotFrozenAtTheStartsEnd) {
+  auto o = std::make_shared<Outcome>();
+  auto result = o->result.get_future();
+  auto asked = std::make_shared<std::promise<bool>>();
+  sup::StartSpec spec = shell("sleep 30", "stopped-early");
+  spec.stop_grace_sec = 20;
+  sup_->start_async(spec, sup::StartMode::new_only, told(o), {}, [this, asked](const sup::CommandStatus& st) {
+    asked->set_value(sup_->signal(st.bg_id, SIGSTOP).ok() && sup_->stop(st.bg_id).ok());
+  });
+  ASSERT_EQ(result.wait_for(5000ms), std::future_status::ready);
+  auto r = result.get();
+  ASSERT_TRUE(r.ok()) << describe(r.error());
+  EXPECT_TRUE(asked->get_future().get());
+  auto ended = sup_->wait("stopped-early", 10000ms);
+  ASSERT_TRUE(ended);
+  EXPECT_FALSE(ended->running);
+  EXPECT_EQ(ended->signal, "SIGTERM") << "ended by its TERM, not by the grace's KILL";
+}
+
 TEST_F(StartAsyncTest, AStopBeforeTheOutcomeIsInterruptedAndNothingRuns) {
   stop_server();
   auto o = std::make_shared<Outcome>();
