@@ -4,6 +4,7 @@
 // that no monitor reports.
 #include <signal.h>
 
+#include <functional>
 #include <future>
 #include <sstream>
 #include <thread>
@@ -67,6 +68,22 @@ class StartAsyncTest : public SupervisorTest {
     };
   }
 
+  /// Starts `spec`, calling `at_published(id)` from its `published`
+  /// callback (listed, not yet let go to exec): the outcome (waited for up
+  /// to 5 s), and what the call returned (false if it was not made).
+  std::pair<sup::Result<sup::CommandStatus>, bool> start_calling(const sup::StartSpec& spec,
+                                                                 std::function<bool(const std::string&)> at_published) {
+    auto o = std::make_shared<Outcome>();
+    auto result = o->result.get_future();
+    auto called = std::make_shared<std::promise<bool>>();
+    auto said = called->get_future();
+    sup_->start_async(spec, sup::StartMode::new_only, told(o), {},
+                      [called, at_published](const sup::CommandStatus& st) { called->set_value(at_published(st.bg_id)); });
+    if (result.wait_for(5000ms) != std::future_status::ready)
+      return {sup::Error{sup::Errc::timed_out, "no outcome within 5 s"}, false};
+    return {result.get(), said.wait_for(0ms) == std::future_status::ready && said.get()};
+  }
+
   pid_t server_ = 0;
 };
 
@@ -109,19 +126,13 @@ TEST_F(StartAsyncTest, TheOutcomeComesLaterOnTheEventThreadWhenTheMonitorReports
 // command has exec'd: frozen then, it could not exec, and the start would
 // time out with its command let go. It is paused once it has exec'd.
 TEST_F(StartAsyncTest, AStopWrittenWhileItStartsPausesItOnceItHasExeced) {
-  auto o = std::make_shared<Outcome>();
-  auto result = o->result.get_future();
-  auto paused = std::make_shared<std::promise<bool>>();
   // It waits for `go`: tracked without a cgroup, the STOP reaches it after
   // its exec (through its monitor), and it must still be there then.
   const std::string go = state_dir() + "/go";
-  sup_->start_async(shell("while [ ! -e '" + go + "' ]; do sleep 0.01; done; exit 3", "early-stop"),
-                    sup::StartMode::new_only, told(o), {},
-                    [this, paused](const sup::CommandStatus& st) { paused->set_value(sup_->signal(st.bg_id, SIGSTOP).ok()); });
-  ASSERT_EQ(result.wait_for(5000ms), std::future_status::ready);
-  auto r = result.get();
+  auto [r, paused] = start_calling(shell("while [ ! -e '" + go + "' ]; do sleep 0.01; done; exit 3", "early-stop"),
+                                   [this](const std::string& id) { return sup_->signal(id, SIGSTOP).ok(); });
   ASSERT_TRUE(r.ok()) << describe(r.error()) << " (start_timeout is 500 ms)";
-  EXPECT_TRUE(paused->get_future().get());
+  EXPECT_TRUE(paused);
   auto st = sup_->status("early-stop");
   ASSERT_TRUE(st);
   EXPECT_EQ(st->state, "paused");
@@ -137,18 +148,13 @@ TEST_F(StartAsyncTest, AStopWrittenWhileItStartsPausesItOnceItHasExeced) {
 // The same STOP, then a stop, both before the exec: the stop's TERM must
 // not find the tree frozen at the start's end (it would wait for the grace).
 TEST_F(StartAsyncTest, AStopAfterAnEarlyStopIsNotFrozenAtTheStartsEnd) {
-  auto o = std::make_shared<Outcome>();
-  auto result = o->result.get_future();
-  auto asked = std::make_shared<std::promise<bool>>();
   sup::StartSpec spec = shell("sleep 30", "stopped-early");
   spec.stop_grace_sec = 20;
-  sup_->start_async(spec, sup::StartMode::new_only, told(o), {}, [this, asked](const sup::CommandStatus& st) {
-    asked->set_value(sup_->signal(st.bg_id, SIGSTOP).ok() && sup_->stop(st.bg_id).ok());
+  auto [r, asked] = start_calling(spec, [this](const std::string& id) {
+    return sup_->signal(id, SIGSTOP).ok() && sup_->stop(id).ok();
   });
-  ASSERT_EQ(result.wait_for(5000ms), std::future_status::ready);
-  auto r = result.get();
   ASSERT_TRUE(r.ok()) << describe(r.error());
-  EXPECT_TRUE(asked->get_future().get());
+  EXPECT_TRUE(asked);
   auto ended = sup_->wait("stopped-early", 10000ms);
   ASSERT_TRUE(ended);
   EXPECT_FALSE(ended->running);
