@@ -65,7 +65,7 @@ Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
     : sup_(sup), cfg_(std::move(cfg)), readme_(make_readme(cfg_)), errors_(sup), parked_(sup), follows_(sup),
       steps_([](const std::string& message) { fuse_log(FUSE_LOG_ERR, "sbxfs: %s\n", message.c_str()); }),
       scratch_(sup, errors_, cfg_.max_request, cfg_.scratch_ttl, cfg_.allow_other) {
-  work_dir_sizes_.keep_out(cfg_.mountpoint);
+  work_dir_sizes_.keep_out(own_mount_);
   const std::string dir = sup_.info().state_dir + "/steps";
   sup::Result<std::unique_ptr<sup::BoxSteps>> opened = sup::BoxSteps::open(dir, cfg_.keep_steps);
   if (opened) {

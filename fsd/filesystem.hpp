@@ -110,6 +110,8 @@ class Filesystem {
   const std::string& readme() const { return readme_; }
   sup::BoxSteps& box_steps() { return *box_steps_; }
   sup::WorkDirSizes& work_dir_sizes() { return work_dir_sizes_; }
+  /// The mount point, which the daemon never looks into (own_mount.hpp).
+  const sup::OwnMount& own_mount() const { return own_mount_; }
   sup::StepStore& steps() { return steps_; }
   ScratchFiles& scratch() { return scratch_; }
   ParamNodes& param_nodes() { return param_nodes_; }
@@ -202,6 +204,7 @@ class Filesystem {
   RefusedStepBudget refused_budget_;  // how many refused requests of each user box_steps_ keeps
   std::uint64_t ended_subscription_ = 0;
   sup::WorkDirSizes work_dir_sizes_;
+  const sup::OwnMount own_mount_{cfg_.mountpoint};
   sup::StepStore steps_;
   ScratchFiles scratch_;  // after errors_, which it writes to
   ParamNodes param_nodes_;

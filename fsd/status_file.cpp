@@ -191,7 +191,7 @@ std::string supervisor_status(Filesystem& fs, const Node& node, const Requester&
       {"steps", wants("steps") ? fs.box_steps().latest() : nlohmann::json()},
       {"load", wants("load") ? sup::load_json() : nlohmann::json()},
       {"memory", wants("memory") ? sup::memory_json() : nlohmann::json()},
-      {"disk", wants("disk") ? sup::disk_json(info.state_dir, sup::OwnMount(fs.config().mountpoint)) : nlohmann::json()},
+      {"disk", wants("disk") ? sup::disk_json(info.state_dir, fs.own_mount()) : nlohmann::json()},
       {"workDirSizes", std::move(measured)},
       {"notMeasured", std::move(not_measured)},
   };

@@ -79,9 +79,9 @@ std::uint64_t du_dir(int fd, Walk& w) {
 }
 
 /// {path, measuredAt, totalBytes, entries: [{name, bytes}] (largest first), partial}
-nlohmann::json measure(const std::string& dir, const std::atomic<bool>& cancel, const std::string& own_mount) {
+nlohmann::json measure(const std::string& dir, const std::atomic<bool>& cancel, const OwnMount& own) {
   nlohmann::json j = {{"path", dir}};
-  const std::optional<std::string> real = OwnMount::resolve_outside(dir, OwnMount(own_mount).points_now());
+  const std::optional<std::string> real = own.outside(dir);
   if (!real) {
     j["error"] = "in sbxfs's own mount: not measured";
     j["measuredAt"] = sup::iso_now();
@@ -203,9 +203,9 @@ WorkDirSizes::~WorkDirSizes() {
     worker_.detach();
 }
 
-void WorkDirSizes::keep_out(const std::string& own_mount) {
+void WorkDirSizes::keep_out(const OwnMount& own_mount) {
   std::lock_guard g(state_->mu);
-  state_->own_mount = OwnMount(own_mount).point();
+  state_->own_mount = own_mount;
 }
 
 void WorkDirSizes::report(const std::vector<std::string>& dirs, nlohmann::json& measured,
@@ -240,7 +240,7 @@ void WorkDirSizes::run(const std::shared_ptr<State>& s) {
     if (s->stop) break;
     const std::string dir = s->queue.front();
     s->queue.pop_front();
-    const std::string own = s->own_mount;
+    const OwnMount own = s->own_mount;
     g.unlock();
     nlohmann::json figures = measure(dir, s->cancel, own);
     g.lock();

@@ -48,7 +48,7 @@ class WorkDirSizes {
   /// into one, is not measured: the walk's requests would go to the daemon
   /// itself, and one under way when the daemon is killed (SIGKILL) would
   /// wait for an answer for ever, holding the daemon and its mount.
-  void keep_out(const std::string& own_mount);
+  void keep_out(const OwnMount& own_mount);
 
   /// Never blocks on a measurement. For each directory: its figures when
   /// measured (a measurement older than kFresh is shown and redone), else an
@@ -69,7 +69,7 @@ class WorkDirSizes {
     std::deque<std::string> queue;          // guarded by mu
     bool stop = false;                      // guarded by mu
     bool exited = false;                    // guarded by mu: the thread has returned
-    std::string own_mount;                  // guarded by mu: keep_out()
+    OwnMount own_mount;                     // guarded by mu: keep_out()
     std::atomic<bool> cancel{false};        // set with stop: a walk under way gives up
   };
   static void run(const std::shared_ptr<State>& s);
