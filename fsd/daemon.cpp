@@ -151,6 +151,7 @@ class Launcher {
       std::perror("sbxfs: pipe");
       std::exit(1);
     }
+    parent_ = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
       std::perror("sbxfs: fork");
@@ -167,6 +168,8 @@ class Launcher {
   }
 
   bool background() const { return background_; }
+  /// The process waiting for our word (background), which shares our cgroup.
+  pid_t parent() const { return parent_; }
 
   /// Reports a failed start (the caller then returns 1): the waiting parent
   /// prints it; logged too once the log is a file (before, this child's
@@ -213,6 +216,7 @@ class Launcher {
 
   int fd_ = -1;  // the pipe to the waiting parent, until we sent our word
   bool background_ = false;
+  pid_t parent_ = 0;
   bool logs_to_file_ = false;
 };
 
@@ -371,6 +375,9 @@ int run(Options& opts) {
   sopts.log_max = opts.log_max;
   sopts.start_timeout = std::chrono::seconds(opts.start_timeout_sec);
   sopts.cgroup = opts.cgroup;
+  // A delegated cgroup enables its controllers only once no process is left
+  // in it: the parent waiting for the mount goes to the leaf with us.
+  if (launcher.background()) sopts.cgroup_companions.push_back(launcher.parent());
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());

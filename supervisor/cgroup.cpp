@@ -144,8 +144,18 @@ std::string cgroup_key(const std::string& text) {
   return out;
 }
 
+int move_to_daemon_leaf(const std::string& base, const std::vector<pid_t>& pids) {
+  const std::string leaf = base + "/daemon";
+  if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+  for (std::size_t i = 0; i < pids.size(); ++i) {
+    const int e = write_text(leaf + "/cgroup.procs", std::to_string(pids[i]));
+    if (e != 0 && (i == 0 || e != ESRCH)) return e;
+  }
+  return 0;
+}
+
 std::optional<CgroupHierarchy> find_cgroup_hierarchy(const std::string& mode, const std::string& key,
-                                                     std::string* why) {
+                                                     std::string* why, const std::vector<pid_t>& companions) {
   CgroupHierarchy h;
   if (mode == "off") {
     *why = "turned off (-o cgroup=off)";
@@ -175,9 +185,9 @@ std::optional<CgroupHierarchy> find_cgroup_hierarchy(const std::string& mode, co
   if (!enable_controllers(h.base, &busy)) {
     // A delegated unit's own cgroup holds the daemon: move it to a leaf, so
     // that the controllers may be enabled for the commands' cgroups.
-    const std::string leaf = h.base + "/daemon";
-    if ((::mkdir(leaf.c_str(), 0755) == 0 || errno == EEXIST) &&
-        write_text(leaf + "/cgroup.procs", std::to_string(::getpid())) == 0) {
+    std::vector<pid_t> movers{::getpid()};
+    movers.insert(movers.end(), companions.begin(), companions.end());
+    if (move_to_daemon_leaf(h.base, movers) == 0) {
       busy = 0;
       enable_controllers(h.base, &busy);
     }

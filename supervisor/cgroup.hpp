@@ -40,9 +40,15 @@ struct CgroupHierarchy {
 /// nullopt with `why` when there is none (then processes are tracked as a tree).
 /// Where the base holds processes and its controllers cannot be enabled
 /// below it (a delegated unit's cgroup), the calling process moves itself to
-/// base/daemon first, as cgroup v2's no-internal-process rule requires.
+/// base/daemon first, as cgroup v2's no-internal-process rule requires, and
+/// `companions` with it: processes of the daemon's own that share its
+/// cgroup (the parent of a background start, which waits there for the
+/// mount and would keep the controllers off).
 std::optional<CgroupHierarchy> find_cgroup_hierarchy(const std::string& mode, const std::string& key,
-                                                     std::string* why);
+                                                     std::string* why, const std::vector<pid_t>& companions = {});
+/// Moves `pids` to base/daemon (made if need be); 0, or the errno of the
+/// first (a later one that has exited meanwhile is no error).
+int move_to_daemon_leaf(const std::string& base, const std::vector<pid_t>& pids);
 /// Makes `live` again in a subtree that commands taken back at a restart
 /// hold (the last daemon removed it at its exit): else the subtree would go
 /// with the last of them, under this daemon, and a start make it anew.

@@ -97,7 +97,7 @@ Result<std::unique_ptr<Supervisor>> Supervisor::open(SupervisorOptions opts) {
   std::error_code canon_err;
   const std::filesystem::path state = std::filesystem::weakly_canonical(impl->opts.state_dir, canon_err);
   impl->cgroups = find_cgroup_hierarchy(impl->opts.cgroup, cgroup_key(canon_err ? impl->opts.state_dir : state.string()),
-                                        &impl->no_cgroup);
+                                        &impl->no_cgroup, impl->opts.cgroup_companions);
   if (!impl->cgroups && !impl->opts.cgroup.empty() && impl->opts.cgroup != "off")
     return Error{Errc::invalid_argument, "cgroup=" + impl->opts.cgroup + ": " + impl->no_cgroup};
   // Before load(): a command it takes back may end while it loads, and its

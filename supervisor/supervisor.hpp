@@ -50,6 +50,10 @@ struct SupervisorOptions {
   /// Where commands get their cgroups: "" finds a writable cgroup v2 (see
   /// find_cgroup_hierarchy), "off" tracks process trees, else a cgroup v2 directory.
   std::string cgroup;
+  /// Processes of the daemon's that share its cgroup and move with it to a
+  /// leaf where that is needed (find_cgroup_hierarchy): the parent of a
+  /// background start.
+  std::vector<pid_t> cgroup_companions;
 };
 
 /// sbxfs-monitor next to the running executable, else the build-time path.

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -69,6 +70,49 @@ TEST(CgroupHierarchyTest, OffAndAPathThatIsNoCgroupGiveNone) {
   EXPECT_EQ(sup::cgroup_key("/var/lib/sbxfs"), sup::cgroup_key("/var/lib/sbxfs"));
   EXPECT_NE(sup::cgroup_key("/var/lib/sbxfs"), sup::cgroup_key("/var/lib/sbxfs2"));
   EXPECT_EQ(sup::cgroup_key("x").size(), 16u);
+}
+
+// A delegated unit's cgroup enables controllers for its children only once
+// no process is left in it: the daemon moves to a leaf, and so must the
+// parent of a background start, which waits in the same cgroup for the mount.
+TEST_F(CgroupLayerTest, TheDaemonsLeafTakesItsCompanionsAndToleratesOneGone) {
+  const std::string unit = h_.base + "/unit-test-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(unit.c_str(), 0755), 0) << std::strerror(errno);
+  const sup::Cgroup unit_cg(unit);
+  std::vector<pid_t> members;
+  for (int i = 0; i < 2; ++i) {
+    const int procs = unit_cg.open_procs();
+    ASSERT_GE(procs, 0);
+    const pid_t p = ::fork();
+    if (p == 0) {
+      if (::write(procs, "0", 1) != 1) ::_exit(126);
+      ::execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(procs);
+    members.push_back(p);
+  }
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  ASSERT_TRUE(sbxtest::wait_until([&] { return unit_cg.members().size() == 2; }, 10000ms, 10ms));
+
+  EXPECT_EQ(sup::move_to_daemon_leaf(unit, {members[0], gone, members[1]}), 0);
+  EXPECT_EQ(sup::read_cgroup_file(unit + "/cgroup.procs").value_or("?"), "") << "nobody left in the unit's own cgroup";
+  std::vector<pid_t> in_leaf = sup::Cgroup(unit + "/daemon").members();
+  std::sort(in_leaf.begin(), in_leaf.end());
+  std::sort(members.begin(), members.end());
+  EXPECT_EQ(in_leaf, members);
+  // The first is the daemon itself: its failure is the answer.
+  EXPECT_EQ(sup::move_to_daemon_leaf(unit, {gone}), ESRCH);
+
+  for (const pid_t p : members) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  ASSERT_TRUE(sbxtest::wait_until([&] { return !sup::Cgroup(unit + "/daemon").populated(); }, 10000ms, 10ms));
+  EXPECT_EQ(::rmdir((unit + "/daemon").c_str()), 0);
+  EXPECT_EQ(::rmdir(unit.c_str()), 0);
 }
 
 TEST_F(CgroupLayerTest, MembersAreKilledAndTheEmptyEventComes) {
