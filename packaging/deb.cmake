@@ -7,8 +7,10 @@ set(CPACK_PACKAGE_NAME sbxfs)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "sbxfs developers <sbxfs@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "process supervision as a filesystem (FUSE)")
+# The long description's lines: dpkg indents them itself (a line that
+# begins with a space more would be shown verbatim).
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "sbxfs mounts a directory whose files are the interface of a process\n supervisor: writing cmd starts a command, procs/ID/log holds its output,\n reading procs/ID/wait blocks until it ends, writing procs/ID/stop ends its\n whole process tree. Commands outlive the daemon.")
+    "sbxfs mounts a directory whose files are the interface of a process\nsupervisor: writing cmd starts a command, procs/ID/log holds its output,\nreading procs/ID/wait blocks until it ends, writing procs/ID/stop ends its\nwhole process tree. Commands outlive the daemon.")
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -19,4 +21,8 @@ set(CPACK_DEBIAN_COMPRESSION_TYPE gzip)
 # for fusermount3 and mount.fuse3, which sbxfs and mount(8) run.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "fuse3")
+# Removal stops and disables the units; purge removes /var/lib/sbxfs
+# (packaging/debian/: both honour $DPKG_ROOT).
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${CMAKE_CURRENT_LIST_DIR}/debian/prerm;${CMAKE_CURRENT_LIST_DIR}/debian/postrm")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)

@@ -136,6 +136,13 @@ TEST_F(InstallTest, DebianPackageInstallsAWorkingTree) {
     const std::string text = read_file(root + prefix + "/lib/systemd/system/" + src).data;
     for (const char* line : {"KillMode=process", "Delegate=yes", "Type=forking"})
       EXPECT_NE(text.find(line), std::string::npos) << src << " lacks " << line;
+    // systemd learns the daemon's pid from its state directory's lock (a
+    // guess fails once the daemon moved below the unit's cgroup).
+    const std::size_t sd = text.find("--state-dir ");
+    ASSERT_NE(sd, std::string::npos) << text;
+    const std::size_t from = sd + std::string("--state-dir ").size();
+    const std::string state = text.substr(from, text.find(' ', from) - from);
+    EXPECT_NE(text.find("\nPIDFile=" + state + "/lock\n"), std::string::npos) << src << ":\n" << text;
   }
   const std::string main_unit = read_file(root + prefix + "/lib/systemd/system/sbxfs.service").data;
   EXPECT_NE(main_unit.find(prefix + "/bin/sbxfs --state-dir /var/lib/sbxfs /work/.sbx"), std::string::npos)
@@ -155,6 +162,29 @@ TEST_F(InstallTest, DebianPackageInstallsAWorkingTree) {
   EXPECT_NE(use.out.find(root + prefix + "/bin/sbxfs-monitor"), std::string::npos)
       << "the monitor beside the installed daemon: " << use.out << use.err;
   EXPECT_NE(use.out.find("stopped"), std::string::npos) << use.out << use.err;
+
+  // Removal disables the enabled units (no link left to a unit that is
+  // gone) and keeps the records; purge removes them, but not while a daemon
+  // holds their lock. The scripts act on dpkg's root ($DPKG_ROOT).
+  const std::string dpkg = "dpkg --root=\"$T/root\" --force-depends --force-script-chrootless ";
+  RunResult rm = run("R=\"$T/root\"; systemctl --root=\"$R\" enable sbxfs.service sbxfs@srv-sbx.service 2>/dev/null; "
+                     "ls \"$R\"/etc/systemd/system/multi-user.target.wants/; "
+                     "mkdir -p \"$R\"/var/lib/sbxfs/procs/0001 && echo 1 > \"$R\"/var/lib/sbxfs/lock && " +
+                     dpkg + "-r sbxfs >/dev/null && echo removed; "
+                     "ls \"$R\"/etc/systemd/system/*.wants/ 2>/dev/null | grep sbxfs; "
+                     "test -d \"$R\"/var/lib/sbxfs/procs/0001 && echo kept",
+                     60);
+  EXPECT_NE(rm.out.find("sbxfs@srv-sbx.service\n"), std::string::npos) << "enabled first: " << rm.out << rm.err;
+  EXPECT_NE(rm.out.find("removed\nkept"), std::string::npos) << "links gone, records kept: " << rm.out << rm.err;
+  RunResult held = run("R=\"$T/root\"; exec 9>>\"$R\"/var/lib/sbxfs/lock; flock 9; " + dpkg +
+                           "-P sbxfs 2>&1; exec 9>&-; test -d \"$R\"/var/lib/sbxfs/procs/0001 && echo kept",
+                       60);
+  EXPECT_NE(held.out.find("kept: a daemon still uses"), std::string::npos) << held.out << held.err;
+  EXPECT_NE(held.out.find("\nkept"), std::string::npos) << held.out << held.err;
+  RunResult purge = run("R=\"$T/root\"; " + dpkg + "-i '" + pkg + "' >/dev/null && " + dpkg +
+                            "-P sbxfs >/dev/null && test ! -e \"$R\"/var/lib/sbxfs && echo purged",
+                        60);
+  EXPECT_NE(purge.out.find("purged"), std::string::npos) << purge.out << purge.err;
 }
 
 }  // namespace
