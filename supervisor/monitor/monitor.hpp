@@ -129,6 +129,7 @@ class Relay {
   uint64_t out_pos_ = 0, err_pos_ = 0;  // bytes of each stream so far (the dropped ones too), markers apart
   uint64_t marks_ = 0;       // bytes of marker lines (restarts), which readers count in both streams
   char last_byte_ = '\n';    // the last byte kept: a marker goes on a line of its own
+  sup::LogStream last_stream_ = sup::LogStream::out;  // whose output that byte was (a marker's: the one before)
   uint64_t head_end_ = 0;    // bytes in the head, once the tail has begun
   int index_state_ = 0;      // errno of the last write to an index
   int log_state_ = 0;        // errno of the last write to a data file

@@ -162,6 +162,7 @@ uint64_t Relay::append(Part& p, sup::LogStream stream, const char* buf, size_t l
   ++chunks_;
   if (stream == sup::LogStream::marker) marks_ += wrote;
   else (stream == sup::LogStream::err ? err_pos_ : out_pos_) += wrote;
+  if (stream != sup::LogStream::marker) last_stream_ = stream;
   last_byte_ = buf[wrote - 1];
   return wrote;
 }
@@ -183,12 +184,16 @@ uint64_t Relay::room(const Part& p, uint64_t cap) const {
 }
 
 void Relay::restart_marker(const std::string& text) {
-  // Between two runs: on a line of its own, like the log_max marker.
+  // Between two runs: on a line of its own, like the log_max marker. The
+  // newline that ends the last run's unfinished line is of that line's
+  // stream, not of the marker, which shows in both streams: the other one,
+  // whose last line was complete, would get an empty line.
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
-  const std::string line = (last_byte_ == '\n' ? "" : "\n") + text + "\n";
-  keep(sup::LogStream::marker, line.data(), line.size(),
-       static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000, sup::MarkerKind::restart);
+  const int64_t time_us = static_cast<int64_t>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
+  if (last_byte_ != '\n') keep(last_stream_, "\n", 1, time_us);
+  const std::string line = text + "\n";
+  keep(sup::LogStream::marker, line.data(), line.size(), time_us, sup::MarkerKind::restart);
 }
 
 void Relay::keep(sup::LogStream stream, const char* buf, size_t len, int64_t time_us, sup::MarkerKind kind) {

@@ -104,6 +104,37 @@ TEST_P(RestartPolicyTest, FailingThreeTimesWithMaxRestartsTwoEndsAfterThreeRuns)
   EXPECT_TRUE(is_iso_time(restarts[0]["timestamp"]));
 }
 
+// The marker goes on a line of its own in each stream: the newline that
+// ends a run's unfinished last line is that line's stream's, and the other
+// stream, whose line was complete, shows no empty line (audit).
+TEST_P(RestartPolicyTest, AMarkerAfterAnUnfinishedLineLeavesTheOtherStreamWithoutAnEmptyLine) {
+  const std::string id = record({{"cmd", "echo out; printf errnonl >&2; exit 3"},
+                                 {"restart", "on-failure"},
+                                 {"restartDelaySec", 0.1},
+                                 {"maxRestarts", 1}});
+  ASSERT_FALSE(id.empty());
+  const json w = wait_json(id, 20);
+  ASSERT_EQ(w["proc"]["restarts"], 1) << w.dump();
+  const std::string marker = "[sbxfs: exited with code 3; restart 1 of 1 in 0.1 s]\n";
+  const std::string out = file("procs/" + id + "/stdout");
+  const std::string err = file("procs/" + id + "/stderr");
+  const std::string l = log(id);
+  EXPECT_EQ(out, "out\n" + marker + "out\n");
+  EXPECT_EQ(err, "errnonl\n" + marker + "errnonl");
+  EXPECT_EQ(l.find("\n\n"), std::string::npos) << l;
+  EXPECT_NE(l.find("errnonl\n" + marker), std::string::npos) << l;
+  // The events' data, in order, is still the log.
+  std::string data;
+  std::istringstream ev(file("procs/" + id + "/events"));
+  for (std::string line; std::getline(ev, line);) {
+    const json e = parse_json(line);
+    ASSERT_FALSE(e.is_discarded()) << line;
+    if (e["type"] == "restart") data += e["data"].get<std::string>() + "\n";
+    else if (e.contains("data")) data += e["data"].get<std::string>();
+  }
+  EXPECT_EQ(data, l);
+}
+
 TEST_P(RestartPolicyTest, OnFailureEndsWithExitZero) {
   const std::string id = record({{"cmd", "echo run >> \"$RUNS\"; [ $(wc -l < \"$RUNS\") -ge 2 ] && exit 0; exit 1"},
                                  {"env", {{"RUNS", runs_file()}}},
