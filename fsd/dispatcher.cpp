@@ -159,7 +159,15 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
       }
     }
     if (!node) return reply_error(req, node.error());
-    const struct stat st = attr_of(fs, *node, fi ? fs.handles().use(fi->fh).get() : nullptr);
+    // fstat(2) comes without the open file: a log view's is found by the
+    // asker's process (past log_max a reader that kept up is further on
+    // than the file a new reader gets; tail -f takes a smaller size as the
+    // file truncated). A log view's attributes are never cached, so each
+    // asker is asked for.
+    std::shared_ptr<Handle> open;
+    if (fi) open = fs.handles().use(fi->fh);
+    else if (tree_file(node->kind).size == Size::backing) open = fs.handles().opened_by(ino, fuse_req_ctx(req)->pid);
+    const struct stat st = attr_of(fs, *node, open.get());
     fuse_reply_attr(req, &st, attr_timeout_of(fs, *node));
   });
 }
@@ -277,7 +285,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) noexcept {
     // Nothing happens at a reader's close: spare it the FLUSH round trip,
     // which would queue behind every other request of the mount.
     fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
-    fi->fh = fs.handles().keep(std::move(h), ino, who.uid);
+    fi->fh = fs.handles().keep(std::move(h), ino, who.uid, who.pid);
     if (fuse_reply_open(req, fi) != 0) fs.handles().drop(fi->fh);  // interrupted open: no release follows
   });
 }

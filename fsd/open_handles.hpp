@@ -21,8 +21,9 @@ namespace fsd {
 
 class OpenHandles {
  public:
-  /// Keeps `h`, open on inode `ino` by user `uid`; the return value is the fh to give the kernel.
-  std::uint64_t keep(std::unique_ptr<Handle> h, std::uint64_t ino, uid_t uid);
+  /// Keeps `h`, open on inode `ino` by user `uid` (thread `tid`, as FUSE
+  /// names the opener); the return value is the fh to give the kernel.
+  std::uint64_t keep(std::unique_ptr<Handle> h, std::uint64_t ino, uid_t uid, pid_t tid = 0);
   /// The handle behind `fh`, held by the caller until it lets go; null once
   /// released (the kernel never sends that, but a bad fh must not crash us).
   std::shared_ptr<Handle> use(std::uint64_t fh);
@@ -31,6 +32,12 @@ class OpenHandles {
   /// inode alone: of a removed record's file, open still, an open handle
   /// is all that can answer.
   std::shared_ptr<Handle> any_on(std::uint64_t ino, uid_t uid);
+  /// A handle open on `ino` by the process of thread `tid`, held as by
+  /// use(); null when it has none (or /proc cannot tell). fstat(2) is asked
+  /// by the inode alone, and a log past log_max is not the same file to
+  /// every reader: a reader that kept up (tail -f) has read further than a
+  /// new one would find, and must be told its own file's size.
+  std::shared_ptr<Handle> opened_by(std::uint64_t ino, pid_t tid);
   /// Forgets a released handle (or one whose open could not be answered);
   /// it is freed once no handler holds it.
   void drop(std::uint64_t fh);
@@ -43,6 +50,7 @@ class OpenHandles {
     std::shared_ptr<Handle> handle;
     std::uint64_t ino;
     uid_t uid;
+    pid_t tid;  // the opener's thread
   };
   std::unordered_map<std::uint64_t, Open> open_;                // by fh; guarded by mu_
   std::unordered_multimap<std::uint64_t, std::uint64_t> fhs_;  // ino -> fh; guarded by mu_

@@ -10,11 +10,7 @@
 
 namespace fsd {
 
-namespace {
-
-/// The process (thread group) of thread `tid`, from /proc/TID/status; 0
-/// when unknown.
-pid_t process_of(pid_t tid) {
+pid_t process_of_thread(pid_t tid) {
   if (tid <= 0) return 0;
   sup::UniqueFd fd(::open(("/proc/" + std::to_string(tid) + "/status").c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return 0;
@@ -26,8 +22,6 @@ pid_t process_of(pid_t tid) {
   const char* at = std::strstr(buf, "\nTgid:");
   return at ? static_cast<pid_t>(std::strtol(at + 6, nullptr, 10)) : 0;
 }
-
-}  // namespace
 
 void OpenerProcess::wrote(pid_t tid) {
   for (pid_t& t : tids_) {
@@ -42,7 +36,7 @@ void OpenerProcess::wrote(pid_t tid) {
 bool OpenerProcess::includes(pid_t tid) const {
   for (const pid_t t : tids_)
     if (t == tid) return true;
-  const pid_t closer = process_of(tid);
+  const pid_t closer = process_of_thread(tid);
   if (closer == 0) return true;
   // A thread of the closer's process? Asked of the living: a writer that
   // has exited since is nobody's thread now.

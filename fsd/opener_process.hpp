@@ -15,6 +15,10 @@
 
 namespace fsd {
 
+/// The process (thread group) of thread `tid`, from /proc/TID/status; 0
+/// when unknown.
+pid_t process_of_thread(pid_t tid);
+
 class OpenerProcess {
  public:
   /// `tid`: the open's requester, as FUSE gives it (a thread's id).

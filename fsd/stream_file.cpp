@@ -50,8 +50,11 @@ LogSelection selection_of(Kind k) {
 
 class StreamHandle : public FollowedReadHandle {
  public:
-  StreamHandle(Filesystem& fs, const sup::CommandStatus& st, LogSelection sel, bool follow, bool timestamps)
-      : FollowedReadHandle(fs, st, follow), sel_(sel), timestamps_(timestamps),
+  /// `new_reader_size`: fstat gives the size a reader opening it now would
+  /// find (a path's stat), not that of this handle's own reading.
+  StreamHandle(Filesystem& fs, const sup::CommandStatus& st, LogSelection sel, bool follow, bool timestamps,
+               bool new_reader_size = false)
+      : FollowedReadHandle(fs, st, follow), sel_(sel), timestamps_(timestamps), new_reader_size_(new_reader_size),
         path_(sel == LogSelection::all ? st.log_file : sel == LogSelection::out ? st.stdout_file : st.stderr_file),
         view_(sel, {}) {
     take_secrets();
@@ -72,6 +75,12 @@ class StreamHandle : public FollowedReadHandle {
       // Its own length, counted on as the log grows: `tail -f` and `wc -c` go
       // by it (not past what a read is not given yet).
       const std::optional<sup::CommandStatus> now = status_if_ours();
+      // Output counted since dropped by log_max is not in a new reader's
+      // text (a marker is): counted again from the start.
+      if (new_reader_size_ && index_.tail_begun() && count_.first_after_head < index_.kept_from()) {
+        count_ = StampState{};
+        counted_ = 0;
+      }
       Stamped count{nullptr, counted_};
       advance(count_, count, [] { return true; }, now && now->running);
       counted_ = count.length;
@@ -304,6 +313,7 @@ class StreamHandle : public FollowedReadHandle {
     std::uint64_t sel_pos = 0;  // where the selection is, after what was stamped
     bool line_start = true;
     bool after_gap = false;     // a marker was just stamped
+    std::uint64_t first_after_head = UINT64_MAX;  // the first chunk stamped past the head
   };
   /// Where the text goes: kept in `text` (when given), counted in `length`.
   struct Stamped {
@@ -360,6 +370,8 @@ class StreamHandle : public FollowedReadHandle {
       std::string bytes;
       if (!masked(at, to, s.after_gap, before_gap, holds ? &*holds : nullptr, &bytes)) break;  // not all in the log yet
       append_stamped(s, out, sup::iso_of_us(c->time_us) + " ", bytes);
+      if (s.first_after_head == UINT64_MAX && index_.tail_begun() && s.next_no >= index_.head_chunks())
+        s.first_after_head = s.next_no;
       s.after_gap = false;
       s.sel_pos = to;
       ++s.next_no;
@@ -392,6 +404,7 @@ class StreamHandle : public FollowedReadHandle {
 
   const LogSelection sel_;
   const bool timestamps_;
+  const bool new_reader_size_;  // fstat: a new reader's size (a path's stat), not this reading's
   const std::string path_;
 
   std::mutex mu_;
@@ -431,7 +444,7 @@ bool stream_attr(Filesystem& fs, const Node& node, struct stat* st) {
     const sup::CommandStatus& rec = *node.record;
     const std::string key = dir + "/" + std::to_string(static_cast<int>(sel)) + "/" + std::to_string(rec.log_owner);
     return fs.stamped_lengths().attr(
-        key, [&] { return std::make_unique<StreamHandle>(fs, rec, sel, false, true); }, st);
+        key, [&] { return std::make_unique<StreamHandle>(fs, rec, sel, false, true, true); }, st);
   }
   sup::LogIndex index;
   if (const int err = index.open(dir); err == EBADMSG) {

@@ -1,5 +1,6 @@
 // -o log_max: the log keeps the first half of log_max, a marker line and
 // the latest output; status.json, wait and the log views say so.
+#include <sstream>
 #include <string>
 
 #include "sbxfs_fixture.hpp"
@@ -43,6 +44,53 @@ TEST_F(LogLimitTest, SmallCapKeepsTheStartAndTheEndAndCountsTheRest) {
   EXPECT_EQ(s["proc"]["truncated"], false);
   EXPECT_EQ(s["proc"]["droppedBytes"], 0);
   EXPECT_EQ(this->log(small), "fits\n");
+}
+
+// `tail -f` polls the size once a second (fstat, which reaches the daemon
+// without the open file) and takes a smaller one for a truncated file. Past
+// log_max a new reader's file is smaller than what a reader that kept up
+// has read: tail -f is told its own file's size, and reads every byte
+// (audit: "file truncated", the log again from its start, then ENODATA).
+TEST_F(LogLimitTest, TailFollowsALogPastTheCapByteForByte) {
+  const std::string id = start(
+      "i=0; while [ $i -lt 600 ]; do i=$((i+1)); printf 'line%04d\\n' $i; [ $((i%8)) = 0 ] && sleep 0.1; done");
+  ASSERT_FALSE(id.empty());
+  const pid_t tail = spawn_bg("exec tail -f -n +1 \"$MNT/procs/" + id + "/log\" > \"$T/tail.out\" 2> \"$T/tail.err\"");
+  const json w = wait_json(id, 60);
+  ASSERT_EQ(w["proc"]["truncated"], true) << "past the cap: " << w.dump();
+  std::string want;
+  for (int i = 1; i <= 600; ++i) {
+    char line[16];
+    std::snprintf(line, sizeof line, "line%04d\n", i);
+    want += line;
+  }
+  EXPECT_TRUE(wait_until([&] { return read_file(dir_ + "/tail.out").data.size() >= want.size(); }, 10s));
+  ::kill(-tail, SIGKILL);
+  wait_bg(tail, 5s);
+  EXPECT_EQ(read_file(dir_ + "/tail.out").data, want);
+  EXPECT_EQ(read_file(dir_ + "/tail.err").data, "");
+}
+
+// The size of `log,timestamps` asked by path is a new reader's, also once
+// it was asked while the output went past the cap (it was counted on over
+// output since dropped; audit).
+TEST_F(LogLimitTest, AStampedViewsSizeByPathIsANewReadersPastTheCap) {
+  const std::string id = start("for j in 1 2 3 4 5 6; do seq 1 300; sleep 0.3; done");
+  ASSERT_FALSE(id.empty());
+  const std::string view = "\"$MNT/procs/" + id + "/log,timestamps\"";
+  // Asked while it runs, as `tail -f` or a watcher would.
+  RunResult polled = run("for k in $(seq 12); do stat -c %s " + view + " >/dev/null; sleep 0.2; done", 30);
+  EXPECT_EQ(polled.code, 0) << polled.err;
+  const json w = wait_json(id, 30);
+  ASSERT_EQ(w["proc"]["truncated"], true) << w.dump();
+  RunResult sizes = run("stat -c %s " + view + "; wc -c < " + view + "; cat " + view + " | wc -c");
+  ASSERT_EQ(sizes.code, 0) << sizes.err;
+  std::istringstream in(sizes.out);
+  std::uint64_t by_path = 0, by_fstat = 0, read = 0;
+  in >> by_path >> by_fstat >> read;
+  EXPECT_GT(read, 0u);
+  EXPECT_EQ(by_path, read) << sizes.out;
+  EXPECT_EQ(by_fstat, read) << sizes.out;
 }
 
 }  // namespace
