@@ -156,7 +156,7 @@ class CmdHandle : public Handle {
     // it, neither ends a request nor is an empty one.
     const pid_t closer = fuse_req_ctx(req)->pid;
     if (!opener_.includes(closer)) return Reply::error(0);
-    if (!wrote_ && !done_ && write_only_ && !open_elsewhere(closer, path("/"), ino_))
+    if (!wrote_ && !done_ && write_only_ && (closed_as_one_ || !open_elsewhere(closer, path("/"), ino_)))
       return Reply::fail(finish_rejected(
           {sup::Errc::invalid_argument, "empty request: the file was closed with nothing written"}, end_));
     if (done_ || is_blank(buf_)) return Reply::error(0);  // bash flushes before it writes

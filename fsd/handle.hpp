@@ -128,6 +128,14 @@ class Handle {
   /// st_size and mtime of what this handle reads, when it knows better than the path
   /// (a log opened before its command was restarted). False: use the path.
   virtual bool fstat(struct stat* st);
+
+  /// Its close is the one close of a whole write (a rename's): what else
+  /// the closer holds open on the file does not make it a close of one
+  /// descriptor among several.
+  void close_as_one() { closed_as_one_ = true; }
+
+ protected:
+  bool closed_as_one_ = false;
 };
 
 }  // namespace fsd

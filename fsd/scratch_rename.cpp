@@ -63,6 +63,7 @@ void write_step(fuse_req_t req, std::shared_ptr<WriteAndClose> job) {
 
 /// Writes and closes; `job->done` answers `req`.
 Reply write_and_close(fuse_req_t req, std::shared_ptr<WriteAndClose> job) {
+  job->handle->close_as_one();
   // Nothing to write (`: > tmp; mv tmp stop`): an open and a close, as for `: > stop`.
   if (job->content.empty()) close_step(req, std::move(job));
   else write_step(req, std::move(job));

@@ -126,7 +126,8 @@ class StdinHandle : public RecordHandle {
   Reply flush(fuse_req_t req) override {
     // A child's close of the copy it inherited leaves the input open.
     const pid_t closer = fuse_req_ctx(req)->pid;
-    if (!eof_ || !opener_.includes(closer) || open_elsewhere(closer, "/" + path_, ino_)) return Reply::error(0);
+    if (!eof_ || !opener_.includes(closer) || (!closed_as_one_ && open_elsewhere(closer, "/" + path_, ino_)))
+      return Reply::error(0);
     if (std::optional<Reply> gone = removed_since_open()) return *gone;
     const sup::Status st = fs_.sup().close_stdin(id_);
     if (!st) {

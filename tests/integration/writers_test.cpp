@@ -491,6 +491,22 @@ TEST_F(WritersTest, EmptyWritesElsewhere) {
   EXPECT_EQ(error_count(), errors_before + 2);
 }
 
+// A rename is one whole write and close, whatever else the renamer holds
+// open: an empty scratch renamed onto cmd is an empty request (EINVAL and
+// a line) also while the renaming process has cmd open on another
+// descriptor (`perl -pi` of an empty slot's cmd did nothing, with exit 0;
+// audit).
+TEST_F(WritersTest, AnEmptyRenameIsAnEmptyRequestWhateverTheRenamerHoldsOpen) {
+  const std::size_t errors_before = error_count();
+  const std::vector<std::string> before = procs();
+  RunResult r = bash("cd \"$MNT\" && exec 3<cmd && : > .e && mv .e cmd; echo \"rc=$?\"");
+  EXPECT_NE(r.out.find("rc=1"), std::string::npos) << said(r);
+  ASSERT_EQ(error_count(), errors_before + 1);
+  EXPECT_EQ(errors().back()["path"], "cmd");
+  EXPECT_EQ(errors().back()["errno"], "EINVAL");
+  EXPECT_EQ(procs(), before);
+}
+
 // ---- record names and the state directory ----------------------------------
 
 TEST_F(WritersTest, DotNamesAreRefusedAndStagingNamesMeanNothingAcrossKill9) {
