@@ -45,7 +45,16 @@ class ScratchHandle : public Handle {
       if (!writing_) files_.writing(ino_);
       writing_ = true;
     }
-    if (const int err = files_.write(ino_, data, off)) return Reply::error(err);
+    if (const int err = files_.write(ino_, data, off)) {
+      // Delivered at its writer's close (a child that wrote through an
+      // inherited descriptor, then exited): these bytes can go nowhere.
+      if (const std::shared_ptr<const Delivery> d = files_.delivered(ino_); d && err == EIO)
+        fs_.errors().add(d->path, EIO,
+                         "written after its scratch file was delivered (renamed onto it, then closed by the "
+                         "process that wrote it): these bytes were not taken",
+                         "(" + std::to_string(data.size()) + " bytes)", d->id);
+      return Reply::error(err);
+    }
     return Reply::written(data.size());
   }
 

@@ -35,6 +35,7 @@ struct ScratchFiles::State {
     unsigned open = 0;
     unsigned writers = 0;      // of them, writing to it: not done (written()) yet
     std::shared_ptr<const Delivery> delivery;  // renamed over a file of the tree while written to
+    std::shared_ptr<const Delivery> delivered;  // that delivery, once made: nothing more can go there
     bool named = true;         // false: unlinked while open, gone at the last close
     std::uint64_t closes = 0;  // which last close a time-to-live timer belongs to
   };
@@ -187,7 +188,15 @@ std::optional<ScratchFiles::Due> ScratchFiles::written(fuse_ino_t ino) {
   std::lock_guard g(s.mu);
   State::Entry* e = s.get(ino);
   if (!e || e->writers == 0 || --e->writers > 0 || !e->delivery) return std::nullopt;
+  e->delivered = e->delivery;
   return Due{std::move(e->delivery), std::move(e->content)};
+}
+
+std::shared_ptr<const Delivery> ScratchFiles::delivered(fuse_ino_t ino) const {
+  const State& s = *state_;
+  std::lock_guard g(s.mu);
+  auto it = s.files.find(ino);
+  return it == s.files.end() ? nullptr : it->second.delivered;
 }
 
 void ScratchFiles::writing(fuse_ino_t ino) {
@@ -232,6 +241,7 @@ int ScratchFiles::write(fuse_ino_t ino, std::string_view data, off_t off) {
   std::lock_guard g(s.mu);
   State::Entry* e = s.get(ino);
   if (!e) return ENOENT;
+  if (e->delivered) return EIO;  // these bytes would go nowhere
   const std::size_t end = static_cast<std::size_t>(off) + data.size();
   if (end > s.max_bytes) return EFBIG;
   if (e->content.size() < end) e->content.resize(end, '\0');

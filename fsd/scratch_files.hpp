@@ -100,10 +100,13 @@ class ScratchFiles {
   /// closed it): when it was the last and a rename over a file of the tree
   /// waits for it, that rename's delivery and the whole content.
   std::optional<Due> written(fuse_ino_t ino);
+  /// The delivery that took the content, once made (then writes are EIO).
+  std::shared_ptr<const Delivery> delivered(fuse_ino_t ino) const;
 
   /// Bytes [off, off+size) of the content; ENOENT when gone.
   int read(fuse_ino_t ino, std::size_t size, off_t off, std::string* out) const;
-  /// Writes at `off` (zero-filling a hole). EFBIG past max_bytes.
+  /// Writes at `off` (zero-filling a hole). EFBIG past max_bytes; EIO, with
+  /// a line in `errors`, once a rename's delivery took the content.
   int write(fuse_ino_t ino, std::string_view data, off_t off);
   /// Sets the size (truncate, open with O_TRUNC). EFBIG past max_bytes.
   int truncate(fuse_ino_t ino, off_t size);

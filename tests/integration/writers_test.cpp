@@ -507,6 +507,23 @@ TEST_F(WritersTest, AnEmptyRenameIsAnEmptyRequestWhateverTheRenamerHoldsOpen) {
   EXPECT_EQ(procs(), before);
 }
 
+// A scratch renamed while open is delivered at its writer's close, which
+// may be that of a child that wrote through an inherited descriptor: a
+// later write of the parent's can go nowhere, and says so (it returned
+// success and the bytes were lost; audit).
+TEST_F(WritersTest, AWriteAfterADeliveryIsEioWithALine) {
+  const std::size_t errors_before = error_count();
+  const std::vector<std::string> before = procs();
+  RunResult r = bash("cd \"$MNT\" && exec 5>.x && mv .x cmd && /bin/echo 'echo req' >&5 && "
+                     "{ echo 'echo more' >&5; echo \"rc=$?\"; }");
+  EXPECT_NE(r.out.find("rc=1"), std::string::npos) << said(r);
+  ASSERT_EQ(procs().size(), before.size() + 1) << said(r);
+  EXPECT_EQ(wait_json(procs().back())["proc"]["cmd"], "echo req");
+  ASSERT_EQ(error_count(), errors_before + 1);
+  EXPECT_EQ(errors().back()["path"], "cmd");
+  EXPECT_EQ(errors().back()["errno"], "EIO");
+}
+
 // ---- record names and the state directory ----------------------------------
 
 TEST_F(WritersTest, DotNamesAreRefusedAndStagingNamesMeanNothingAcrossKill9) {
