@@ -80,7 +80,10 @@ std::unique_ptr<Handle> open_steps(Filesystem& fs, const Node& node, const OpenR
 }
 
 std::unique_ptr<Handle> open_steps_json(Filesystem& fs, const Node& node, const OpenRequest&) {
-  return std::make_unique<SnapshotHandle>(dump_json(fs.steps().to_json(*node.record)));
+  // Step names come from inside the command, which knows its secrets.
+  nlohmann::json steps = fs.steps().to_json(*node.record);
+  fs.mask_json(steps, node.record->bg_id);
+  return std::make_unique<SnapshotHandle>(dump_json(steps));
 }
 
 }  // namespace fsd

@@ -27,6 +27,20 @@ TEST_F(StepsTest, ACommandFindsItsOwnRecordAtOnce) {
   }
 }
 
+// A step's name is the command's words, and the command knows its secrets:
+// steps.json masks them, as every other file does (audit: it showed them).
+TEST_F(StepsTest, SecretsInStepNamesAreMasked) {
+  const std::string id = start(R"({"argv": ["/bin/sh", "-c", "\"$STEP\" \"step-$TOK\" -- true"], "env": {"STEP": ")" +
+                               kStep + R"("}, "secretEnv": {"TOK": "TOPSECRET99"}})");
+  ASSERT_FALSE(id.empty());
+  wait_ended(id);
+  const std::string text = file("procs/" + id + "/steps.json");
+  const json steps = parse_json(text);
+  ASSERT_TRUE(steps.is_array() && steps.size() == 1) << text;
+  EXPECT_EQ(steps[0]["name"], "step-****") << text;
+  EXPECT_EQ(text.find("TOPSECRET99"), std::string::npos) << text;
+}
+
 TEST_F(StepsTest, ShellScriptWithAFailingStep) {
   const std::string script = dir_ + "/build.sh";
   ASSERT_EQ(write_file(script,
