@@ -249,6 +249,11 @@ Result<StartSpec> parse_text_request(std::string_view text, const std::string& d
 Result<StartSpec> parse_request(std::string_view text, const std::string& default_cwd) {
   auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') {
+    // JSON has no raw NUL byte (in a string it is \u0000), and the parser
+    // takes one for the end of its input: what follows would go unread.
+    if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
+      return invalid("malformed JSON: a NUL byte at byte " + std::to_string(nul + 1) +
+                     " (JSON has none outside strings; in a string, write \\u0000)");
     // A key given twice in one object would silently mean its last value.
     std::string twice;
     json j = parse_json_keys_once(text, &twice);

@@ -82,7 +82,8 @@ std::vector<Case> corpus() {
       {"binary garbage with NULs", "cmd", garbage(4096, 1, true), EINVAL, "not text"},
       {"binary garbage, no NUL", "cmd", garbage(4096, 2, false) + "\n", EINVAL, "not UTF-8"},
       {"a NUL byte in text", "cmd", std::string("echo a\0b\n", 9), EINVAL, "NUL byte"},
-      {"a raw NUL in a JSON string", "cmd", std::string("{\"cmd\": \"a\0b\"}\n", 16), EINVAL, "U+0000"},
+      {"a raw NUL in a JSON string", "cmd", std::string("{\"cmd\": \"a") + '\0' + "b\"}\n", EINVAL,
+       "a NUL byte at byte 11"},
       {"an escaped NUL in a JSON string", "cmd", R"({"cmd": "a\u0000b"})" "\n", EINVAL, "NUL byte"},
       {"invalid UTF-8 in text", "cmd", "echo \xff\xfe\n", EINVAL, "0xff"},
       {"an overlong UTF-8 form in text", "cmd", "echo \xc0\xaf\n", EINVAL, "not UTF-8"},
@@ -125,8 +126,13 @@ std::vector<Case> corpus() {
       {"a relative cwd with ..", "cmd", R"({"cmd": "true", "cwd": "../.."})" "\n", EINVAL, "absolute"},
       {"an argv[0] of 300 characters looked for in PATH", "cmd", R"({"argv": [")" + std::string(300, 'a') + "\"]}\n",
        ENAMETOOLONG, "File name too long"},
+      // cmd: the JSON parser took a NUL for the end of its input (audit)
+      {"a NUL after the object", "cmd", std::string("{\"cmd\": \"true\"}") + '\0' + "{\"cmd\": \"false\"}\n", EINVAL,
+       "a NUL byte at byte 16"},
       // procs/slot/cmd
       {"slot: binary garbage", "procs/slot/cmd", garbage(1000, 3, true), EINVAL, "not text"},
+      {"slot: a NUL after the object", "procs/slot/cmd", std::string("{\"cmd\": \"echo x\"}") + '\0' + "garbage", EINVAL,
+       "a NUL byte at byte 18"},
       {"slot: invalid UTF-8", "procs/slot/cmd", "echo \x80\n", EINVAL, "not UTF-8"},
       {"slot: another name", "procs/slot/cmd", R"({"cmd": "true", "name": "../x"})" "\n", EINVAL, "0x2f"},
       {"slot: 100 000 nested arrays", "procs/slot/cmd", R"({"argv": )" + deep + "}\n", EINVAL, "'argv' must hold only strings"},

@@ -104,6 +104,19 @@ TEST(ParseRequest, MalformedJsonIsInvalid) {
 
 // ---- JSON -------------------------------------------------------------------
 
+// The JSON parser takes a NUL byte for the end of its input: an object
+// followed by one and anything else started, the rest unread (audit).
+TEST(ParseRequest, ANulByteInJsonIsInvalidWhereverItIs) {
+  const std::string nul(1, '\0');
+  for (const std::string text : {"{\"cmd\":\"true\"}" + nul + "{\"oops\":1}", "{\"cmd\":\"true\"} " + nul,
+                                 "{\"cmd\":\"tr" + nul + "ue\"}"}) {
+    auto r = sup::parse_request(text, "/");
+    ASSERT_FALSE(r) << text.size();
+    EXPECT_EQ(r.error().code, sup::Errc::invalid_argument);
+    EXPECT_EQ(r.error().message.rfind("malformed JSON: a NUL byte at byte ", 0), 0u) << r.error().message;
+  }
+}
+
 TEST(ParseJson, EveryKey) {
   auto r = parse_json_text(R"({
       "argv": ["/bin/echo", "a b", "$HOME"],
