@@ -1,6 +1,8 @@
 #include "supervisor/secrets.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -10,12 +12,55 @@ namespace sup {
 
 std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::string>& secrets) {
   std::vector<bool> covered;
-  for (const auto& s : secrets) {
+  const auto cover = [&](std::size_t at, std::size_t n) {
+    if (covered.empty()) covered.assign(text.size(), false);
+    std::fill(covered.begin() + static_cast<long>(at), covered.begin() + static_cast<long>(at + n), true);
+  };
+  // A search of the text for each secret costs secrets x text: a request
+  // may bring tens of thousands (secretEnv), and every read of its output
+  // is masked. Past a few secrets and a few KiB, the text is read once: a
+  // rolling hash of a window of bytes (the shortest secret's length, at
+  // most 32) names the secrets that begin with those bytes, which are then
+  // compared whole. (Its table costs the secrets' starts: a short text is
+  // searched for each.)
+  constexpr std::size_t kFew = 8, kMinWindow = 4, kMaxWindow = 32, kLongText = 4096;
+  std::vector<const std::string*> each, hashed;
+  std::size_t window = kMaxWindow;
+  for (const std::string& s : secrets) {
     if (s.empty()) continue;
-    for (size_t at = text.find(s); at != std::string_view::npos; at = text.find(s, at + 1)) {
-      if (covered.empty()) covered.assign(text.size(), false);
-      std::fill(covered.begin() + static_cast<long>(at), covered.begin() + static_cast<long>(at + s.size()), true);
+    if (s.size() < kMinWindow) {
+      each.push_back(&s);
+    } else {
+      hashed.push_back(&s);
+      window = std::min(window, s.size());
     }
+  }
+  if (hashed.size() <= kFew || text.size() < kLongText) {
+    each.insert(each.end(), hashed.begin(), hashed.end());
+    hashed.clear();
+  }
+  for (const std::string* s : each)
+    for (std::size_t at = text.find(*s); at != std::string_view::npos; at = text.find(*s, at + 1)) cover(at, s->size());
+  if (hashed.empty() || text.size() < window) return covered;
+
+  constexpr std::uint64_t kBase = 1099511628211ull;  // arithmetic modulo 2^64
+  const auto byte = [](char c) { return static_cast<std::uint64_t>(static_cast<unsigned char>(c)); };
+  const auto hash_of = [&](std::string_view w) {
+    std::uint64_t h = 0;
+    for (const char c : w) h = h * kBase + byte(c);
+    return h;
+  };
+  std::unordered_map<std::uint64_t, std::vector<const std::string*>> by_start;
+  for (const std::string* s : hashed) by_start[hash_of(std::string_view(*s).substr(0, window))].push_back(s);
+  std::uint64_t top = 1;  // kBase^(window-1): the weight of the byte that leaves the window
+  for (std::size_t k = 1; k < window; ++k) top *= kBase;
+  std::uint64_t h = hash_of(text.substr(0, window));
+  for (std::size_t at = 0;; ++at) {
+    if (const auto it = by_start.find(h); it != by_start.end())
+      for (const std::string* s : it->second)
+        if (text.size() - at >= s->size() && text.compare(at, s->size(), *s) == 0) cover(at, s->size());
+    if (at + window >= text.size()) break;
+    h = (h - byte(text[at]) * top) * kBase + byte(text[at + window]);
   }
   return covered;
 }
@@ -47,25 +92,50 @@ std::string mask_secrets_in_json(std::string_view text, const std::vector<std::s
     return std::string(text);
   if (json::parse(text, nullptr, false).is_discarded()) return mask_secrets(text, secrets);
   // Valid JSON: a quote is a string's first or last byte, nothing else.
-  std::string out;
-  out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
+  // Every string is decoded, and all of them searched at once (joined by
+  // NUL bytes, which no secret holds): a request of many strings and many
+  // secrets is read once, not once a string.
+  struct Token {
+    std::size_t open, close;  // its quotes in `text`
+    std::size_t from, to;     // its decoded bytes in `joined`; from == to + 1: not a string
+  };
+  std::vector<Token> tokens;
+  std::string joined;
+  for (std::size_t i = 0; i < text.size();) {
     const std::size_t open = text.find('"', i);
     if (open == std::string_view::npos) break;
     std::size_t close = open + 1;
     while (close < text.size() && text[close] != '"') close += text[close] == '\\' ? 2 : 1;
     if (close >= text.size()) break;
-    out.append(text.substr(i, open - i));
-    const std::string_view token = text.substr(open, close + 1 - open);
-    const json value = json::parse(token, nullptr, false);
-    const std::string* decoded = value.is_string() ? &value.get_ref<const std::string&>() : nullptr;
-    const std::string masked = decoded ? mask_secrets(*decoded, secrets) : std::string();
-    if (decoded && masked != *decoded)
-      out += json(masked).dump(-1, ' ', false, json::error_handler_t::replace);
-    else
-      out.append(token);
+    const json value = json::parse(text.substr(open, close + 1 - open), nullptr, false);
+    if (value.is_string()) {
+      const std::size_t from = joined.size();
+      joined += value.get_ref<const std::string&>();
+      tokens.push_back({open, close, from, joined.size()});
+      joined += '\0';
+    }
     i = close + 1;
+  }
+  const std::vector<bool> covered = covered_bytes(joined, secrets);
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  for (const Token& t : tokens) {
+    if (covered.empty() || std::none_of(covered.begin() + static_cast<long>(t.from),
+                                        covered.begin() + static_cast<long>(t.to), [](bool b) { return b; }))
+      continue;
+    out.append(text.substr(i, t.open - i));
+    std::string masked;
+    for (std::size_t k = t.from; k < t.to;) {
+      if (!covered[k]) {
+        masked += joined[k++];
+        continue;
+      }
+      masked += kMask;  // one mask for a run of covered bytes, as mask_secrets
+      while (k < t.to && covered[k]) ++k;
+    }
+    out += json(masked).dump(-1, ' ', false, json::error_handler_t::replace);
+    i = t.close + 1;
   }
   out.append(text.substr(std::min(i, text.size())));
   return mask_secrets(out, secrets);

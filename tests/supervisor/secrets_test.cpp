@@ -1,4 +1,7 @@
 // Masking: "****" in shown text, byte-for-byte '*' in log streams.
+#include <algorithm>
+#include <random>
+
 #include <gtest/gtest.h>
 
 #include "supervisor/secrets.hpp"
@@ -119,3 +122,57 @@ TEST(MaskSecretsInPlace, AnyWindowAgreesWithTheWhole) {
 }
 
 }  // namespace
+
+// Past a few secrets the text is read once through a rolling hash: the
+// bytes covered are exactly those a search for each secret finds, for
+// secrets of every length (shorter than the window too), sharing starts,
+// overlapping and inside one another, at the text's very end.
+TEST(CoveredBytes, ManySecretsCoverWhatASearchForEachFinds) {
+  std::mt19937 rng(7);
+  const auto naive = [](std::string_view text, const std::vector<std::string>& secrets) {
+    std::vector<bool> covered(text.size(), false);
+    for (const std::string& s : secrets)
+      if (!s.empty())
+        for (std::size_t at = text.find(s); at != std::string_view::npos; at = text.find(s, at + 1))
+          std::fill(covered.begin() + static_cast<long>(at), covered.begin() + static_cast<long>(at + s.size()), true);
+    return covered;
+  };
+  for (int round = 0; round < 120; ++round) {
+    const std::string letters = round % 2 ? "ab" : "abc\xc3\xa9";
+    const auto random_text = [&](std::size_t n) {
+      std::string t;
+      for (std::size_t i = 0; i < n; ++i) t += letters[rng() % letters.size()];
+      return t;
+    };
+    // Short texts are searched for each secret, long ones (4 KiB on) read once.
+    const std::string text = random_text(round % 4 ? 4096 + rng() % 2000 : rng() % 400);
+    std::vector<std::string> secrets;
+    const std::size_t count = 1 + rng() % 40;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (rng() % 3 == 0 && text.size() > 2) {  // one that occurs
+        const std::size_t at = rng() % (text.size() - 1), n = 1 + rng() % std::min<std::size_t>(40, text.size() - at);
+        secrets.push_back(text.substr(at, n));
+      } else {
+        secrets.push_back(random_text(rng() % 12));
+      }
+    }
+    std::vector<bool> got = sup::covered_bytes(text, secrets), want = naive(text, secrets);
+    if (got.empty()) got.assign(text.size(), false);
+    ASSERT_EQ(got, want) << "round " << round << ": " << text;
+  }
+}
+
+// Tens of thousands of secrets (a request's secretEnv; the search for each
+// took the event thread half a minute): each is found where it is.
+TEST(CoveredBytes, TensOfThousandsOfSecrets) {
+  std::vector<std::string> secrets;
+  for (int i = 0; i < 40000; ++i) secrets.push_back("value-" + std::to_string(1000000 + i) + "-of-a-secret");
+  std::string text(1 << 16, 'x');
+  text.replace(1000, secrets[123].size(), secrets[123]);
+  text.replace(text.size() - secrets.back().size(), secrets.back().size(), secrets.back());
+  const std::vector<bool> covered = sup::covered_bytes(text, secrets);
+  ASSERT_EQ(covered.size(), text.size());
+  EXPECT_EQ(std::count(covered.begin(), covered.end(), true),
+            static_cast<long>(secrets[123].size() + secrets.back().size()));
+  EXPECT_TRUE(covered[1000] && covered.back() && !covered[999]);
+}
