@@ -7,6 +7,20 @@
 
 namespace fsd {
 
+namespace {
+
+/// How long the box's steps are kept, in the README's words (keep_steps_sec).
+std::string steps_kept(std::chrono::seconds keep) {
+  const long long s = keep.count();
+  if (s == 0) return "kept for ever";
+  if (s == 604800) return "kept a week";
+  if (s % 86400 == 0) return "kept " + std::to_string(s / 86400) + (s == 86400 ? " day" : " days");
+  if (s % 3600 == 0) return "kept " + std::to_string(s / 3600) + (s == 3600 ? " hour" : " hours");
+  return "kept " + std::to_string(s) + " s";
+}
+
+}  // namespace
+
 std::string make_readme(const Config& cfg) {
   const std::string m = cfg.mountpoint;
   const std::string cap = std::to_string(cfg.wait_timeout.count());
@@ -166,7 +180,7 @@ WHOSE WORK IS IT
   as "client", and "mine" is then true for the same client. Without one,
   "mine" means the same terminal session. It is a label, not a permission.
   steps.json               what was done here (starts, stops, signals...),
-                           kept a week: at, kind, summary, bgId, client, ms,
+                           )" + steps_kept(cfg.keep_steps) + R"(: at, kind, summary, bgId, client, ms,
                            ok, exitCode; status.json shows the last 30
 
 Secrets (secretEnv values, the daemon's secrets file) are shown as **** in

@@ -393,6 +393,12 @@ TEST_F(StepsKeptBrieflyTest, OldStepsArePruned) {
   EXPECT_TRUE(step_of(parse_json(file("steps.json")), id, "start").is_object());
   EXPECT_TRUE(wait_until([&] { return !step_of(parse_json(file("steps.json")), id, "start").is_object(); }, 20s, 100ms))
       << "kept past keep_steps_sec: " << file("steps.json");
+  // The README in the tree says how long (it said a week whatever the option; audit).
+  const std::string readme = file("README");
+  EXPECT_NE(readme.find("steps.json               what was done here (starts, stops, signals...),\n"
+                        "                           kept 3 s:"),
+            std::string::npos)
+      << readme;
 }
 
 }  // namespace
