@@ -53,6 +53,9 @@ std::optional<int> parse_signal(std::string_view text) {
         off = min ? *n : -*n;
       }
       sig = (min ? SIGRTMIN : SIGRTMAX) + off;
+      // Both count within the real-time signals: RTMAX-31 is no name of 33,
+      // which the C library keeps for itself (RTMIN-1 is refused likewise).
+      if (*sig < SIGRTMIN || *sig > SIGRTMAX) return std::nullopt;
     } else {
       for (int i = 1; i < SIGRTMIN; ++i) {
         const char* a = ::sigabbrev_np(i);
