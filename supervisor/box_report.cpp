@@ -15,6 +15,8 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <unordered_set>
+
 #include "supervisor/clock.hpp"
 #include "supervisor/own_mount.hpp"
 
@@ -33,6 +35,13 @@ struct Walk {
   const std::atomic<bool>* cancel;  ///< the daemon is exiting: give up
   std::uint64_t files = 0;
   bool partial = false;
+  std::unordered_set<ino_t> linked;  ///< files of several names counted already: once, as du does
+
+  /// The bytes `st` adds: none for a further name of a file counted already.
+  std::uint64_t bytes(const struct stat& st) {
+    if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && !linked.insert(st.st_ino).second) return 0;
+    return static_cast<std::uint64_t>(st.st_blocks) * 512;
+  }
 };
 
 /// An entry's type, blocks and file system, from the kernel's cached
@@ -42,9 +51,11 @@ struct Walk {
 bool stat_entry(int dirfd, const char* name, struct stat* st) {
   struct statx x {};
   if (::statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
-              STATX_TYPE | STATX_MODE | STATX_BLOCKS, &x) != 0)
+              STATX_TYPE | STATX_MODE | STATX_BLOCKS | STATX_INO | STATX_NLINK, &x) != 0)
     return false;
   st->st_mode = x.stx_mode;
+  st->st_ino = static_cast<ino_t>(x.stx_ino);
+  st->st_nlink = static_cast<nlink_t>(x.stx_nlink);
   st->st_blocks = static_cast<blkcnt_t>(x.stx_blocks);
   st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
   return true;
@@ -68,7 +79,7 @@ std::uint64_t du_dir(int fd, Walk& w) {
     struct stat st {};
     // Another file system mounted here is not counted.
     if (!stat_entry(::dirfd(d), e->d_name, &st) || st.st_dev != w.dev) continue;
-    total += static_cast<std::uint64_t>(st.st_blocks) * 512;
+    total += w.bytes(st);
     if (S_ISDIR(st.st_mode)) {
       const int sub = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub >= 0) total += du_dir(sub, w);
@@ -105,7 +116,7 @@ nlohmann::json measure(const std::string& dir, const std::atomic<bool>& cancel, 
     if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
     struct stat st {};
     if (!stat_entry(::dirfd(d), e->d_name, &st) || st.st_dev != w.dev) continue;
-    std::uint64_t bytes = static_cast<std::uint64_t>(st.st_blocks) * 512;
+    std::uint64_t bytes = w.bytes(st);
     if (S_ISDIR(st.st_mode) && !w.partial) {
       const int sub = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub >= 0) bytes += du_dir(sub, w);

@@ -166,6 +166,34 @@ TEST_F(BoxReportTest, WorkDirSizesMeasuringThenMeasured) {
   EXPECT_EQ(root_status()["workDirSizes"][0]["measuredAt"], w["measuredAt"]);
 }
 
+// A file of several names counts once, as du counts it (it was counted
+// for each name; audit).
+TEST_F(BoxReportTest, WorkDirSizesCountAFileOfSeveralNamesOnce) {
+  const std::string work = dir_ + "/work";
+  ASSERT_EQ(run("mkdir -p \"$W/h\" && head -c 204800 /dev/urandom > \"$W/h/x\" && ln \"$W/h/x\" \"$W/h/y\" && "
+                "ln \"$W/h/x\" \"$W/hl\"",
+                20, {{"W", work}})
+                .code,
+            0);
+  RunResult du = run("du -s -B1 \"$W\" | cut -f1", 20, {{"W", work}});
+  ASSERT_EQ(du.code, 0) << du.err;
+  ASSERT_FALSE(start(json{{"cmd", "sleep 30"}, {"cwd", work}}.dump()).empty());
+  json w;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json s = root_status()["workDirSizes"];
+        if (s.empty()) return false;
+        w = s[0];
+        return true;
+      },
+      10s));
+  // du counts the folder itself too; the walk what is in it.
+  struct stat top {};
+  ASSERT_EQ(::stat(work.c_str(), &top), 0);
+  EXPECT_EQ(w["totalBytes"].get<long long>() + static_cast<long long>(top.st_blocks) * 512, std::stoll(du.out)) << w;
+  EXPECT_LT(w["totalBytes"].get<long long>(), 2 * 204800) << "counted once: " << w;
+}
+
 // A working directory in the mount itself, or reached through a link into
 // it, is not walked: the walk's requests would go to this daemon, and one
 // under way when it is killed (SIGKILL) would hold it and the mount for ever.
