@@ -21,6 +21,10 @@ bool exited(const sup::CommandStatus& st) { return st.state == "exited"; }
 
 bool EndedOutputCache::allow(const Node& node) {
   if (node.params || !node.record || !is_output(node.kind) || !exited(*node.record)) return false;
+  // Past log_max a log is not the same file to every reader (a reader that
+  // kept up has read further than a new one finds): its size is asked each
+  // time, of the asker's own open file (op_getattr).
+  if (node.record->truncated) return false;
   const sup::CommandStatus& then = *node.record;
   {
     std::lock_guard g(mu_);

@@ -197,6 +197,10 @@ Status Supervisor::Impl::load() {
   std::string me = std::to_string(::getpid()) + "\n";
   [[maybe_unused]] auto t = ::ftruncate(lock_fd.get(), 0);
   [[maybe_unused]] auto w = ::pwrite(lock_fd.get(), me.data(), me.size(), 0);
+  // The same in a file of its own, for a service manager (systemd's
+  // PIDFile=, which it removes when the unit ends or fails to start: the
+  // lock must not be that file, or a second daemon would find it gone).
+  (void)write_file_atomic(opts.state_dir + "/pid", me);
 
   cgroup_serial = static_cast<std::uint64_t>(now_ms());
   // Start attempts (staging/new-ID~N) are named apart from every earlier

@@ -118,18 +118,24 @@ TEST(DaemonCli, TheBackgroundLogIsRenamedAndBegunAnewPastItsSize) {
   remove_test_dir(t);
 }
 
-// The systemd units name STATE/lock as the daemon's PIDFile: once a
-// background start has returned, it holds the pid of the process that
-// serves the mount (not the one that started it), whose SIGTERM unmounts.
-TEST(DaemonCli, TheLockHoldsThePidOfTheDaemonThatServesTheMount) {
+// The systemd units name STATE/pid as the daemon's PIDFile: once a
+// background start has returned, it (and the lock) holds the pid of the
+// process that serves the mount (not the one that started it), whose
+// SIGTERM unmounts. A second daemon refused there leaves both alone.
+TEST(DaemonCli, ThePidFileHoldsThePidOfTheDaemonThatServesTheMount) {
   char tmpl[] = "/tmp/sbxfs-cli-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string t = tmpl;
   auto o = run_shell("T=" + t + "; mkdir $T/m && timeout 10 '" SBXFS_PATH "' --state-dir $T/st $T/m && " +
-                     "P=$(cat $T/st/lock) && echo \"fuse fds $(ls -l /proc/$P/fd | grep -c /dev/fuse)\" && " +
+                     "P=$(cat $T/st/pid) && [ \"$P\" = \"$(cat $T/st/lock)\" ] && " +
+                     "echo \"fuse fds $(ls -l /proc/$P/fd | grep -c /dev/fuse)\" && mkdir $T/m2 && " +
+                     "{ timeout 30 '" SBXFS_PATH "' --state-dir $T/st $T/m2; echo \"second $?\"; } && " +
+                     "[ \"$(cat $T/st/pid)\" = \"$P\" ] && echo 'pid kept' && " +
                      "kill -TERM $P && for i in $(seq 200); do grep -q \" $T/m \" /proc/mounts || " +
                      "{ echo unmounted; break; }; sleep 0.05; done");
   EXPECT_NE(o.text.find("fuse fds 1"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("second 1"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("pid kept"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("unmounted"), std::string::npos) << o.text;
   remove_test_dir(t);
 }

@@ -136,13 +136,14 @@ TEST_F(InstallTest, DebianPackageInstallsAWorkingTree) {
     const std::string text = read_file(root + prefix + "/lib/systemd/system/" + src).data;
     for (const char* line : {"KillMode=process", "Delegate=yes", "Type=forking"})
       EXPECT_NE(text.find(line), std::string::npos) << src << " lacks " << line;
-    // systemd learns the daemon's pid from its state directory's lock (a
-    // guess fails once the daemon moved below the unit's cgroup).
+    // systemd learns the daemon's pid from the state directory's `pid` (a
+    // guess fails once the daemon moved below the unit's cgroup); not from
+    // `lock`, which systemd removes when the unit ends or fails.
     const std::size_t sd = text.find("--state-dir ");
     ASSERT_NE(sd, std::string::npos) << text;
     const std::size_t from = sd + std::string("--state-dir ").size();
     const std::string state = text.substr(from, text.find(' ', from) - from);
-    EXPECT_NE(text.find("\nPIDFile=" + state + "/lock\n"), std::string::npos) << src << ":\n" << text;
+    EXPECT_NE(text.find("\nPIDFile=" + state + "/pid\n"), std::string::npos) << src << ":\n" << text;
   }
   const std::string main_unit = read_file(root + prefix + "/lib/systemd/system/sbxfs.service").data;
   EXPECT_NE(main_unit.find(prefix + "/bin/sbxfs --state-dir /var/lib/sbxfs /work/.sbx"), std::string::npos)

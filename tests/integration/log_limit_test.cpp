@@ -56,7 +56,8 @@ TEST_F(LogLimitTest, TailFollowsALogPastTheCapByteForByte) {
   const std::string id = start(
       "i=0; while [ $i -lt 600 ]; do i=$((i+1)); printf 'line%04d\\n' $i; [ $((i%8)) = 0 ] && sleep 0.1; done");
   ASSERT_FALSE(id.empty());
-  const pid_t tail = spawn_bg("exec tail -f -n +1 \"$MNT/procs/" + id + "/log\" > \"$T/tail.out\" 2> \"$T/tail.err\"");
+  const pid_t tail =
+      spawn_bg("exec tail -s 0.1 -f -n +1 \"$MNT/procs/" + id + "/log\" > \"$T/tail.out\" 2> \"$T/tail.err\"");
   const json w = wait_json(id, 60);
   ASSERT_EQ(w["proc"]["truncated"], true) << "past the cap: " << w.dump();
   std::string want;
@@ -93,6 +94,40 @@ TEST_F(LogLimitTest, TailFollowsALogPastTheCapByteForByte) {
   if (markers == 0) EXPECT_EQ(got, want);
 }
 
+// Once the command has ended the kernel may keep an ended log's pages and
+// attributes, but not a log past log_max's: a stat by another process
+// would set the size for everyone, and a reader that kept up would be
+// told a new reader's smaller one (review).
+TEST_F(LogLimitTest, AReaderThatKeptUpIsToldItsOwnSizeAfterTheEnd) {
+  const std::string id = start(
+      "i=0; while [ $i -lt 600 ]; do i=$((i+1)); printf 'line%04d\\n' $i; [ $((i%8)) = 0 ] && sleep 0.1; done");
+  ASSERT_FALSE(id.empty());
+  RunResult r = python(
+      "import json, os, subprocess, time\n"
+      "d = os.environ['MNT'] + '/procs/' + os.environ['ID']\n"
+      "fd = os.open(d + '/log', os.O_RDONLY)\n"
+      "got, deadline = 0, time.time() + 60\n"
+      "while time.time() < deadline:\n"
+      "    b = os.read(fd, 65536)\n"
+      "    if b:\n"
+      "        got += len(b)\n"
+      "        continue\n"
+      "    if not json.load(open(d + '/status.json'))['running'] and not os.read(fd, 65536):\n"
+      "        break\n"
+      "    time.sleep(0.05)\n"
+      "subprocess.run(['ls', '-l', d], stdout=subprocess.DEVNULL, check=True)\n"
+      "other = subprocess.run(['stat', '-c', '%s', d + '/log'], capture_output=True, text=True, check=True)\n"
+      "print(got, os.fstat(fd).st_size, other.stdout.strip())\n",
+      90, {{"ID", id}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream in(r.out);
+  long long got = 0, own = 0, by_name = 0;
+  in >> got >> own >> by_name;
+  EXPECT_EQ(got, 600 * 9) << "every byte, no marker: " << r.out;
+  EXPECT_EQ(own, got) << r.out;
+  EXPECT_LT(by_name, got) << "another process's (a new reader's) is smaller: " << r.out;
+}
+
 // The size of `log,timestamps` asked by path is a new reader's, also once
 // it was asked while the output went past the cap (it was counted on over
 // output since dropped; audit).
@@ -105,7 +140,7 @@ TEST_F(LogLimitTest, AStampedViewsSizeByPathIsANewReadersPastTheCap) {
   EXPECT_EQ(polled.code, 0) << polled.err;
   const json w = wait_json(id, 30);
   ASSERT_EQ(w["proc"]["truncated"], true) << w.dump();
-  RunResult sizes = run("stat -c %s " + view + "; wc -c < " + view + "; cat " + view + " | wc -c");
+  RunResult sizes = run("stat -c %s " + view + "; stat -L -c %s /dev/stdin < " + view + "; cat " + view + " | wc -c");
   ASSERT_EQ(sizes.code, 0) << sizes.err;
   std::istringstream in(sizes.out);
   std::uint64_t by_path = 0, by_fstat = 0, read = 0;
