@@ -20,8 +20,10 @@ std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::st
   // may bring tens of thousands (secretEnv), and every read of its output
   // is masked. Past a few secrets and a few KiB, the text is read once: a
   // rolling hash of a window of bytes (the shortest secret's length, at
-  // most 32) names the secrets that begin with those bytes, which are then
-  // compared whole. (Its table costs the secrets' starts: a short text is
+  // most 32) names the secrets that end with those bytes, which are then
+  // compared whole. Their ends, not their starts: secrets of one kind
+  // share a start (a JWT's header, `ghp_`), which would name them all at
+  // once. (The table costs a pass over the secrets: a short text is
   // searched for each.)
   constexpr std::size_t kFew = 8, kMinWindow = 4, kMaxWindow = 32, kLongText = 4096;
   std::vector<const std::string*> each, hashed;
@@ -50,15 +52,18 @@ std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::st
     for (const char c : w) h = h * kBase + byte(c);
     return h;
   };
-  std::unordered_map<std::uint64_t, std::vector<const std::string*>> by_start;
-  for (const std::string* s : hashed) by_start[hash_of(std::string_view(*s).substr(0, window))].push_back(s);
+  std::unordered_map<std::uint64_t, std::vector<const std::string*>> by_end;
+  for (const std::string* s : hashed) by_end[hash_of(std::string_view(*s).substr(s->size() - window))].push_back(s);
   std::uint64_t top = 1;  // kBase^(window-1): the weight of the byte that leaves the window
   for (std::size_t k = 1; k < window; ++k) top *= kBase;
   std::uint64_t h = hash_of(text.substr(0, window));
   for (std::size_t at = 0;; ++at) {
-    if (const auto it = by_start.find(h); it != by_start.end())
-      for (const std::string* s : it->second)
-        if (text.size() - at >= s->size() && text.compare(at, s->size(), *s) == 0) cover(at, s->size());
+    if (const auto it = by_end.find(h); it != by_end.end())
+      for (const std::string* s : it->second) {
+        if (at + window < s->size()) continue;  // it would begin before the text
+        const std::size_t from = at + window - s->size();
+        if (text.compare(from, s->size(), *s) == 0) cover(from, s->size());
+      }
     if (at + window >= text.size()) break;
     h = (h - byte(text[at]) * top) * kBase + byte(text[at + window]);
   }
@@ -93,11 +98,12 @@ std::string mask_secrets_in_json(std::string_view text, const std::vector<std::s
   if (json::parse(text, nullptr, false).is_discarded()) return mask_secrets(text, secrets);
   // Valid JSON: a quote is a string's first or last byte, nothing else.
   // Every string is decoded, and all of them searched at once (joined by
-  // NUL bytes, which no secret holds): a request of many strings and many
+  // NUL bytes: a secret that holds one may then match across two strings,
+  // which masks more, never less): a request of many strings and many
   // secrets is read once, not once a string.
   struct Token {
     std::size_t open, close;  // its quotes in `text`
-    std::size_t from, to;     // its decoded bytes in `joined`; from == to + 1: not a string
+    std::size_t from, to;     // its decoded bytes in `joined`
   };
   std::vector<Token> tokens;
   std::string joined;
@@ -184,7 +190,9 @@ std::size_t secret_part_at_cut(std::string_view bytes, const std::vector<std::st
   return part;
 }
 
-std::vector<std::string> request_secrets(std::string_view request) {
+namespace {
+
+std::vector<std::string> secret_env_values(std::string_view request) {
   using nlohmann::json;
   // Every string under a top-level "secretEnv", as the parser meets it: a
   // key given twice keeps only its last value in the parsed object, and a
@@ -216,6 +224,25 @@ std::vector<std::string> request_secrets(std::string_view request) {
         return true;
       },
       false);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> request_secrets(std::string_view request) {
+  if (request.find('\0') == std::string_view::npos) return secret_env_values(request);
+  // The parser takes a NUL byte for the end of its input (such a request is
+  // refused, and echoed in `errors`): what follows one is read too, with
+  // each NUL as a blank (one inside a string) and as the start of a text
+  // of its own (one between two objects).
+  std::string blanked(request);
+  std::replace(blanked.begin(), blanked.end(), '\0', ' ');
+  std::vector<std::string> out = secret_env_values(blanked);
+  for (std::size_t from = 0; from <= request.size();) {
+    const std::size_t nul = std::min(request.find('\0', from), request.size());
+    for (std::string& s : secret_env_values(request.substr(from, nul - from))) out.push_back(std::move(s));
+    from = nul + 1;
+  }
   return out;
 }
 
