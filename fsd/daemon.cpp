@@ -377,7 +377,8 @@ int run(Options& opts) {
   sopts.cgroup = opts.cgroup;
   // A delegated cgroup enables its controllers only once no process is left
   // in it: the parent waiting for the mount goes to the leaf with us.
-  if (launcher.background()) sopts.cgroup_companions.push_back(launcher.parent());
+  // (Still ours: killed meanwhile, its pid could be another process's.)
+  if (launcher.background() && ::getppid() == launcher.parent()) sopts.cgroup_companions.push_back(launcher.parent());
   sup::Result<std::unique_ptr<sup::Supervisor>> opened = sup::Supervisor::open(std::move(sopts));
   if (!opened) return fail(opened.error().message);
   std::unique_ptr<sup::Supervisor> supervisor = std::move(opened.value());
