@@ -10,7 +10,7 @@ namespace fsd {
 std::uint64_t OpenHandles::keep(std::unique_ptr<Handle> h, std::uint64_t ino, uid_t uid, pid_t tid) {
   const auto fh = reinterpret_cast<std::uint64_t>(h.get());
   std::lock_guard g(mu_);
-  open_.emplace(fh, Open{std::move(h), ino, uid, tid});
+  open_.emplace(fh, Open{std::move(h), ino, uid, tid, 0});
   fhs_.emplace(ino, fh);
   return fh;
 }
@@ -30,23 +30,29 @@ std::shared_ptr<Handle> OpenHandles::any_on(std::uint64_t ino, uid_t uid) {
 
 std::shared_ptr<Handle> OpenHandles::opened_by(std::uint64_t ino, pid_t tid) {
   // Few files are open by anyone at a stat: usually none is looked at. The
-  // thread that opened it (tail's only one) first; else by process, for
-  // the first few (/proc is read for each).
-  constexpr std::size_t kLooked = 16;
-  std::vector<std::pair<pid_t, std::shared_ptr<Handle>>> others;
+  // thread that opened it (tail's only one) first; else by process (a
+  // thread of a pool may ask), each opener's read from /proc once.
+  std::vector<std::pair<std::uint64_t, pid_t>> unknown;  // fh, opener's thread
   {
     std::lock_guard g(mu_);
+    bool any = false;
     for (auto [a, b] = fhs_.equal_range(ino); a != b; ++a) {
       const Open& o = open_.at(a->second);
       if (o.tid == tid && tid > 0) return o.handle;
-      if (others.size() < kLooked && o.tid > 0) others.emplace_back(o.tid, o.handle);
+      any = true;
+      if (o.process == 0 && o.tid > 0) unknown.emplace_back(a->second, o.tid);
     }
+    if (!any) return nullptr;
   }
-  if (others.empty()) return nullptr;
   const pid_t process = process_of_thread(tid);
   if (process == 0) return nullptr;
-  for (auto& [t, h] : others)
-    if (process_of_thread(t) == process) return std::move(h);
+  std::vector<std::pair<std::uint64_t, pid_t>> learnt;
+  for (const auto& [fh, t] : unknown) learnt.emplace_back(fh, process_of_thread(t));
+  std::lock_guard g(mu_);
+  for (const auto& [fh, p] : learnt)
+    if (auto it = open_.find(fh); it != open_.end() && p > 0) it->second.process = p;
+  for (auto [a, b] = fhs_.equal_range(ino); a != b; ++a)
+    if (const Open& o = open_.at(a->second); o.process == process) return o.handle;
   return nullptr;
 }
 

@@ -50,7 +50,8 @@ class OpenHandles {
     std::shared_ptr<Handle> handle;
     std::uint64_t ino;
     uid_t uid;
-    pid_t tid;  // the opener's thread
+    pid_t tid;      // the opener's thread
+    pid_t process;  // its process, once asked for (opened_by); 0: not yet
   };
   std::unordered_map<std::uint64_t, Open> open_;                // by fh; guarded by mu_
   std::unordered_multimap<std::uint64_t, std::uint64_t> fhs_;  // ino -> fh; guarded by mu_

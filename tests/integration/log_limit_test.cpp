@@ -103,7 +103,7 @@ TEST_F(LogLimitTest, AReaderThatKeptUpIsToldItsOwnSizeAfterTheEnd) {
       "i=0; while [ $i -lt 600 ]; do i=$((i+1)); printf 'line%04d\\n' $i; [ $((i%8)) = 0 ] && sleep 0.1; done");
   ASSERT_FALSE(id.empty());
   RunResult r = python(
-      "import json, os, subprocess, time\n"
+      "import json, os, subprocess, threading, time\n"
       "d = os.environ['MNT'] + '/procs/' + os.environ['ID']\n"
       "fd = os.open(d + '/log', os.O_RDONLY)\n"
       "got, deadline = 0, time.time() + 60\n"
@@ -117,15 +117,19 @@ TEST_F(LogLimitTest, AReaderThatKeptUpIsToldItsOwnSizeAfterTheEnd) {
       "    time.sleep(0.05)\n"
       "subprocess.run(['ls', '-l', d], stdout=subprocess.DEVNULL, check=True)\n"
       "other = subprocess.run(['stat', '-c', '%s', d + '/log'], capture_output=True, text=True, check=True)\n"
-      "print(got, os.fstat(fd).st_size, other.stdout.strip())\n",
+      "seen = {}\n"
+      "t = threading.Thread(target=lambda: seen.update(size=os.fstat(fd).st_size))\n"
+      "t.start(); t.join()\n"
+      "print(got, os.fstat(fd).st_size, other.stdout.strip(), seen['size'])\n",
       90, {{"ID", id}});
   ASSERT_EQ(r.code, 0) << r.err;
   std::istringstream in(r.out);
-  long long got = 0, own = 0, by_name = 0;
-  in >> got >> own >> by_name;
+  long long got = 0, own = 0, by_name = 0, from_a_thread = 0;
+  in >> got >> own >> by_name >> from_a_thread;
   EXPECT_EQ(got, 600 * 9) << "every byte, no marker: " << r.out;
   EXPECT_EQ(own, got) << r.out;
   EXPECT_LT(by_name, got) << "another process's (a new reader's) is smaller: " << r.out;
+  EXPECT_EQ(from_a_thread, got) << "asked by another thread of the reader's: " << r.out;
 }
 
 // The size of `log,timestamps` asked by path is a new reader's, also once
