@@ -346,7 +346,7 @@ class CmdHandle : public Handle {
         fs_.errors(), path(), refused.code, sup::mask_secrets(refused.message, secrets), request, slot_, rejected);
     if (who && step_written_) fs_.note_start_failed(started_id_, refused.code, shown.reason);
     else if (who && !shown.repeated)
-      fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown.reason, *who, secrets);
+      fs_.note_refused_start(fs_.mask(request, slot_), refused.code, shown.reason, *who, secrets, slot_);
     finish(std::string("error: ") + errno_name(refused.code) + ": " + shown.reason + "\n", at);
     if (refused.code == sup::Errc::interrupted) {
       // Called off by a signal. Written again whole (a writer retries an

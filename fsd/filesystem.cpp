@@ -192,12 +192,14 @@ void Filesystem::note_action(std::string kind, const std::string& summary, const
 }
 
 void Filesystem::note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
-                                    const Requester& who, const std::vector<std::string>& secrets) {
+                                    const Requester& who, const std::vector<std::string>& secrets,
+                                    const std::string& slot) {
   const std::optional<std::uint64_t> dropped = refused_budget_.take(who.uid);
   if (!dropped) return;  // past the user's budget: counted, told with their next one
   sup::BoxStep step;
   step.kind = "start";
   step.summary = request;
+  step.bg_id = slot;  // the slot it was meant for (none for the root cmd)
   step.ok = false;
   step.error = sup::BoxStep::Refusal{
       errno_name(code), *dropped == 0 ? reason

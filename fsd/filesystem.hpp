@@ -134,9 +134,11 @@ class Filesystem {
   void note_action(std::string kind, const std::string& summary, const std::string& id,
                    const sup::CommandStatus* st = nullptr);
   /// A start refused with `code` for `reason`; `request` masked by the
-  /// caller, the writer's cwd here with `secrets` (the request's own among them).
+  /// caller, the writer's cwd here with `secrets` (the request's own among
+  /// them). `slot`: the named slot it was written to (procs/NAME/cmd), else empty.
   void note_refused_start(const std::string& request, sup::Errc code, const std::string& reason,
-                          const Requester& who, const std::vector<std::string>& secrets);
+                          const Requester& who, const std::vector<std::string>& secrets,
+                          const std::string& slot = {});
 
   /// The start of `id`, whose step was written before its command was let
   /// go, failed after all (`reason` as errors shows it): the step says so.

@@ -274,6 +274,21 @@ TEST_F(SharingTest, AStartsStepIsWrittenBeforeItsCommandRuns) {
   EXPECT_NE(start("true"), bg_id) << "the id its step names is given again";
 }
 
+// A request refused on a named slot's cmd names the slot in its step (it
+// had no bgId, so steps could not say which record was meant; audit).
+TEST_F(SharingTest, ARefusedRequestToASlotNamesTheSlot) {
+  ASSERT_EQ(start(R"({"cmd": "sleep 30", "name": "busy"})"), "busy");
+  RunResult r = run("echo true > \"$MNT/procs/busy/cmd\"; echo \"rc=$?\"");
+  EXPECT_NE(r.out.find("rc=1"), std::string::npos) << r.out << r.err;
+  const json steps = parse_json(file("steps.json"));
+  ASSERT_TRUE(steps.is_array() && !steps.empty()) << steps.dump();
+  const json& last = steps.back();
+  EXPECT_EQ(last["kind"], "start") << last.dump();
+  EXPECT_EQ(last["ok"], false) << last.dump();
+  EXPECT_EQ(last["error"]["code"], "EBUSY") << last.dump();
+  EXPECT_EQ(last["bgId"], "busy") << last.dump();
+}
+
 // Refused requests cost their writer nothing, and each is a step kept a
 // week: a user's are kept up to a budget (a burst, then one a second); the
 // next one kept says how many before it were not.
