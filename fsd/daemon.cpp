@@ -26,9 +26,9 @@
 #include "fsd/filesystem.hpp"
 #include "fsd/mount_beneath.hpp"
 #include "fsd/mount_point_lock.hpp"
-#include "supervisor/own_mount.hpp"
 #include "fsd/mount_watch.hpp"
 #include "fsd/stale_mount.hpp"
+#include "supervisor/own_mount.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace fsd {

@@ -43,7 +43,7 @@ std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::st
   }
   for (const std::string* s : each)
     for (std::size_t at = text.find(*s); at != std::string_view::npos; at = text.find(*s, at + 1)) cover(at, s->size());
-  if (hashed.empty() || text.size() < window) return covered;
+  if (hashed.empty()) return covered;  // (else the text is longer than any window)
 
   constexpr std::uint64_t kBase = 1099511628211ull;  // arithmetic modulo 2^64
   const auto byte = [](char c) { return static_cast<std::uint64_t>(static_cast<unsigned char>(c)); };
@@ -70,25 +70,34 @@ std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::st
   return covered;
 }
 
+namespace {
+
+/// text[from, to) with each run of covered bytes shown as one kMask,
+/// whatever secrets made it (`covered`: of the whole text, or empty).
+std::string masked_runs(std::string_view text, const std::vector<bool>& covered, std::size_t from, std::size_t to) {
+  if (covered.empty()) return std::string(text.substr(from, to - from));
+  std::string out;
+  out.reserve(to - from);
+  for (std::size_t i = from; i < to;) {
+    if (!covered[i]) {
+      out += text[i++];
+      continue;
+    }
+    out += kMask;
+    while (i < to && covered[i]) ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets) {
   return mask_secrets_end(text, secrets, text.size());
 }
 
 std::string mask_secrets_end(std::string_view text, const std::vector<std::string>& secrets, std::size_t max) {
-  const std::vector<bool> covered = covered_bytes(text, secrets);
   const std::size_t from = text.size() - utf8_tail(text, max).size();  // not inside a character
-  if (covered.empty()) return std::string(text.substr(from));
-  std::string out;
-  out.reserve(text.size() - from);
-  for (std::size_t i = from; i < text.size();) {
-    if (!covered[i]) {
-      out += text[i++];
-      continue;
-    }
-    out += kMask;  // one mask for a run of covered bytes, whatever made it
-    while (i < text.size() && covered[i]) ++i;
-  }
-  return out;
+  return masked_runs(text, covered_bytes(text, secrets), from, text.size());
 }
 
 std::string mask_secrets_in_json(std::string_view text, const std::vector<std::string>& secrets) {
@@ -131,16 +140,7 @@ std::string mask_secrets_in_json(std::string_view text, const std::vector<std::s
                                         covered.begin() + static_cast<long>(t.to), [](bool b) { return b; }))
       continue;
     out.append(text.substr(i, t.open - i));
-    std::string masked;
-    for (std::size_t k = t.from; k < t.to;) {
-      if (!covered[k]) {
-        masked += joined[k++];
-        continue;
-      }
-      masked += kMask;  // one mask for a run of covered bytes, as mask_secrets
-      while (k < t.to && covered[k]) ++k;
-    }
-    out += json(masked).dump(-1, ' ', false, json::error_handler_t::replace);
+    out += json(masked_runs(joined, covered, t.from, t.to)).dump(-1, ' ', false, json::error_handler_t::replace);
     i = t.close + 1;
   }
   out.append(text.substr(std::min(i, text.size())));
