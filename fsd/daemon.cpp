@@ -29,6 +29,7 @@
 #include "fsd/mount_watch.hpp"
 #include "fsd/stale_mount.hpp"
 #include "supervisor/own_mount.hpp"
+#include "supervisor/state_dir_place.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace fsd {
@@ -348,6 +349,7 @@ int run(Options& opts) {
   // it exists: no state directory is made, no record taken back. A stale
   // one stays until the new mount is made (below).
   if (const sup::Status s = refuse_live_mount(mountpoint); !s) return fail(s.error().message);
+  if (const std::string why = sup::state_dir_misplaced(state_dir); !why.empty()) return fail(why + ": choose another");
   std::error_code ec;
   // 0700 from its making: a start that fails after this leaves it private.
   if (std::filesystem::create_directories(state_dir, ec))

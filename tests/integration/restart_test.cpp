@@ -465,6 +465,40 @@ TEST_F(RestartTest, SecondDaemonOnTheSameStateDirIsRefused) {
   EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;
 }
 
+TEST_F(RestartTest, AStateDirectoryInsideAnothersOwnFoldersIsRefused) {
+  // sbxfs@X keeps its records in /var/lib/sbxfs/X, inside the default
+  // daemon's: an instance named staging or procs would mix the two (the
+  // default sweeps staging/ of what it does not know).
+  const std::string a = start("sleep 30");
+  ASSERT_FALSE(a.empty());
+  ASSERT_EQ(mkdir_errno(dir_ + "/mnt2"), 0);
+  for (const std::string own : {"staging", "procs", "scripts", "steps"}) {
+    auto r = run_argv({SBXFS_PATH, "-f", "--state-dir", state_ + "/" + own + "/", dir_ + "/mnt2"}, 10);
+    if (sbxfs_mount_count(dir_ + "/mnt2") > 0) run_argv({"fusermount3", "-uz", dir_ + "/mnt2"}, 10);
+    EXPECT_EQ(r.code, 1) << own;
+    EXPECT_NE(r.err.find("is the " + own + " of the state directory " + state_), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(stat_errno(state_ + "/scripts"), ENOENT) << "nothing made";
+  // The other way: the inner one was there first; the outer is refused
+  // before it touches anything.
+  const std::string outer = dir_ + "/outer";
+  ASSERT_EQ(mkdir_errno(outer), 0);
+  ASSERT_EQ(mkdir_errno(outer + "/staging"), 0);
+  ASSERT_EQ(write_file(outer + "/staging/lock", "1\n", O_WRONLY | O_CREAT), 0);
+  auto r = run_argv({SBXFS_PATH, "-f", "--state-dir", outer, dir_ + "/mnt2"}, 10);
+  if (sbxfs_mount_count(dir_ + "/mnt2") > 0) run_argv({"fusermount3", "-uz", dir_ + "/mnt2"}, 10);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("holds another state directory in its staging"), std::string::npos) << r.err;
+  EXPECT_EQ(stat_errno(outer + "/staging/lock"), 0) << "left alone";
+  EXPECT_EQ(stat_errno(outer + "/procs"), ENOENT);
+  // A record named lock is a folder, not a state directory's lock.
+  ASSERT_EQ(mkdir_errno(p("procs/lock")), 0);
+  ASSERT_EQ(kill_daemon(SIGKILL), 128 + SIGKILL);
+  ASSERT_TRUE(start_daemon()) << daemon_log();
+  EXPECT_EQ(status_json(a)["running"], true);
+  EXPECT_EQ(stat_errno(p("procs/lock")), 0);
+}
+
 TEST_F(RestartTest, LiveMountAtTheMountPointIsRefused) {
   auto r = run_argv({SBXFS_PATH, "-f", "--state-dir", dir_ + "/state2", mnt_}, 10);
   EXPECT_EQ(r.code, 1) << r.err;
