@@ -48,6 +48,24 @@ namespace fsd {
 
 namespace {
 
+/// An event's cursor: the run's id and the event's place in it.
+std::string cursor_of(std::uint64_t run, std::uint64_t pos) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64 "-%" PRIu64, run, pos);
+  return buf;
+}
+
+/// The run and place of `text`, when it is a cursor exactly as cursor_of()
+/// writes one (sscanf alone would take "-1" or "01").
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_cursor(const std::string& text) {
+  std::uint64_t run = 0, pos = 0;
+  int used = 0;
+  if (std::sscanf(text.c_str(), "%16" SCNx64 "-%" SCNu64 "%n", &run, &pos, &used) != 2 ||
+      static_cast<std::size_t>(used) != text.size() || cursor_of(run, pos) != text)
+    return std::nullopt;
+  return std::pair{run, pos};
+}
+
 std::string base64(std::string_view in) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
@@ -157,12 +175,9 @@ class EventsHandle : public FollowedReadHandle {
     }
     if (err != 0) return sup::error_from_errno(err, "reading the index of " + id_);
     if (since_) {
-      std::uint64_t run = 0, pos = 0;
-      int used = 0;
-      // Exactly as cursor_of() writes one: sscanf alone would take "-1" or "01".
-      if (std::sscanf(since_->c_str(), "%16" SCNx64 "-%" SCNu64 "%n", &run, &pos, &used) != 2 ||
-          static_cast<std::size_t>(used) != since_->size() || cursor_of(run, pos) != *since_)
-        return fail(sup::Errc::invalid_argument, "not a cursor (cursor from an earlier run?): " + *since_);
+      const auto cursor = parse_cursor(*since_);
+      if (!cursor) return fail(sup::Errc::invalid_argument, "not a cursor: " + *since_);
+      const auto [run, pos] = *cursor;
       if (run != index_.run_id()) return fail(sup::Errc::invalid_argument, "cursor from an earlier run: " + *since_);
       // Once the command has ended, the terminal event is the last there is.
       if (ended() && pos > index_.end() + 2)
@@ -195,11 +210,6 @@ class EventsHandle : public FollowedReadHandle {
   }
 
   std::string cursor(std::uint64_t pos) const { return cursor_of(index_.run_id(), pos); }
-  static std::string cursor_of(std::uint64_t run, std::uint64_t pos) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%016" PRIx64 "-%" PRIu64, run, pos);
-    return buf;
-  }
 
   static sup::LogSelection selection(sup::LogStream s) {
     return s == sup::LogStream::err ? sup::LogSelection::err : sup::LogSelection::out;
@@ -440,6 +450,13 @@ class EventsHandle : public FollowedReadHandle {
 };
 
 }  // namespace
+
+sup::Status check_events_keys(const FileParams& params) {
+  if (const std::optional<std::string> since = params.text("since"); since && !parse_cursor(*since))
+    return sup::Error{sup::Errc::invalid_argument,
+                      "since=" + *since + " is not a cursor (a cursor is RUN-N, as an event's \"cursor\" gives it)"};
+  return sup::Ok{};
+}
 
 std::unique_ptr<Handle> open_events(Filesystem& fs, const Node& node, const OpenRequest&) {
   return std::make_unique<EventsHandle>(fs, *node.record, node.keys().has("follow"), node.keys().text("since"));

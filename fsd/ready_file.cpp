@@ -34,12 +34,12 @@ namespace fsd {
 namespace {
 
 /// The condition the name gives (`ready,readyPort=N,...`); nullopt: none.
-sup::Result<std::optional<sup::ReadyCondition>> condition_of_name(const Node& node) {
+sup::Result<std::optional<sup::ReadyCondition>> condition_of_name(const FileParams& keys) {
   nlohmann::json j = nlohmann::json::object();
   for (const char* key : {"readyPort", "readyIntervalMs"})
-    if (const std::optional<std::int64_t> n = node.keys().number(key)) j[key] = *n;
+    if (const std::optional<std::int64_t> n = keys.number(key)) j[key] = *n;
   for (const char* key : {"readyLog", "readyLogStream"})
-    if (const std::optional<std::string> t = node.keys().text(key)) j[key] = *t;
+    if (const std::optional<std::string> t = keys.text(key)) j[key] = *t;
   return sup::ready_condition_from_json(j, sup::ReadyKeys::file_name);
 }
 
@@ -50,9 +50,8 @@ class ReadyHandle : public BlockingReadHandle {
         tail_bytes_(tail_bytes_of(node, 0)),
         readable_(readable),
         name_(node.keys().empty() ? std::string("ready") : "ready," + node.keys().given()) {
-    sup::Result<std::optional<sup::ReadyCondition>> c = condition_of_name(node);
-    if (!c) name_error_ = c.error().message;
-    else named_ = c.value();
+    // (A name whose keys make no condition was refused at its lookup.)
+    if (sup::Result<std::optional<sup::ReadyCondition>> c = condition_of_name(node.keys())) named_ = c.value();
   }
 
   ~ReadyHandle() override {
@@ -129,11 +128,6 @@ class ReadyHandle : public BlockingReadHandle {
   /// reply when there is none to wait for; any other reply: go on.
   Reply decide() {
     std::lock_guard g(mu_);
-    if (!name_error_.empty()) {
-      if (!name_error_said_) fs_.errors().add("procs/" + id_ + "/" + name_, EINVAL, name_error_, name_, id_);
-      name_error_said_ = true;
-      return Reply::error(EINVAL);
-    }
     if (decided_) return Reply::data({});
     std::optional<sup::ReadyCondition> own = pending_ ? pending_ : named_;
     if (!own) {
@@ -182,7 +176,6 @@ class ReadyHandle : public BlockingReadHandle {
   const std::size_t tail_bytes_;        // 0: no logTail
   const bool readable_;                 // opened for reading: a write may be read back
   const std::string name_;              // with its keys, for `errors`
-  std::string name_error_;              // a bad condition in the name: every read is EINVAL
   std::optional<sup::ReadyCondition> named_;  // the name's condition
 
   std::mutex mu_;
@@ -190,7 +183,6 @@ class ReadyHandle : public BlockingReadHandle {
   std::string summary_;                         // its text, for steps and errors; guarded by mu_
   bool given_ = false;                          // pending_ went to the record; guarded by mu_
   bool decided_ = false;                        // the first read chose; guarded by mu_
-  bool name_error_said_ = false;                // in `errors` once; guarded by mu_
   std::atomic<bool> record_cond_{false};        // the reader keeps a copy of the record's
 
   std::string build(const sup::CommandStatus& st, ParkedRequests::Outcome why) override {
@@ -224,6 +216,11 @@ class ReadyHandle : public BlockingReadHandle {
 };
 
 }  // namespace
+
+sup::Status check_ready_keys(const FileParams& params) {
+  if (sup::Result<std::optional<sup::ReadyCondition>> c = condition_of_name(params); !c) return c.error();
+  return sup::Ok{};
+}
 
 std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const OpenRequest& req) {
   const Requester& reader = req.who;

@@ -91,6 +91,8 @@ sup::Result<Node> param_node(Filesystem& fs, const Node& parent, const TreeFile&
   const ParamFile param_row{row.place == Place::root ? ParamDir::root : ParamDir::record, row.name, row.keys};
   sup::Result<FileParams> params =
       parse_file_params(file, row.keys.empty() ? nullptr : &param_row, keys, fs.config().param_limits());
+  if (params && row.check_keys)
+    if (sup::Status st = row.check_keys(*params); !st) params = st.error();
   if (!params) {
     const std::string id = parent.record ? parent.id() : "";
     fs.errors().add(id.empty() ? std::string(name) : "procs/" + id + "/" + std::string(name), EINVAL,

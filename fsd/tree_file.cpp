@@ -52,7 +52,7 @@ constexpr TreeFile kFiles[] = {
     {.kind = Kind::wait, .place = Place::record, .name = "wait", .mode = kReadOnly, .open = open_wait,
      .keys = param_keys::wait, .entry_timeout = 0, .reads_client = true},
     {.kind = Kind::ready, .place = Place::record, .name = "ready", .mode = kReadWrite, .open = open_ready,
-     .keys = param_keys::ready, .entry_timeout = 0, .reads_client = true},
+     .keys = param_keys::ready, .check_keys = check_ready_keys, .entry_timeout = 0, .reads_client = true},
     {.kind = Kind::output, .place = Place::record, .name = "output", .mode = kReadOnly, .open = open_output,
      .keys = param_keys::output, .entry_timeout = 0, .reads_client = true},
     {.kind = Kind::steps, .place = Place::record, .name = "steps", .mode = kWriteOnly, .open = open_steps,
@@ -64,7 +64,7 @@ constexpr TreeFile kFiles[] = {
     {.kind = Kind::signal, .place = Place::record, .name = "signal", .mode = kWriteOnly, .open = open_signal,
      .entry_timeout = 0},
     {.kind = Kind::events, .place = Place::record, .name = "events", .mode = kReadOnly, .open = open_events,
-     .keys = param_keys::events, .entry_timeout = 0, .size = Size::stream},
+     .keys = param_keys::events, .check_keys = check_events_keys, .entry_timeout = 0, .size = Size::stream},
     {.kind = Kind::stdin_pipe, .place = Place::record, .name = "stdin", .mode = kWriteOnly, .open = open_stdin,
      .keys = param_keys::stdin_file, .entry_timeout = 0},
 

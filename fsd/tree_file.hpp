@@ -28,6 +28,10 @@ struct OpenRequest {
 
 /// Makes the open file of `node`; null when it cannot be opened (EIO).
 using Opener = std::unique_ptr<Handle> (*)(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// Whether a name's keys, each right alone, mean something together (a
+/// readiness condition, a cursor's form): checked at the lookup, so that a
+/// bad name fails the open, not the read.
+using KeysCheck = sup::Status (*)(const FileParams& params);
 
 /// Where a file's name is.
 enum class Place {
@@ -53,6 +57,7 @@ struct TreeFile {
   mode_t mode;                          ///< type and permission bits
   Opener open = nullptr;                ///< null for a directory
   std::span<const ParamKey> keys = {};  ///< the keys its name may carry; empty: none
+  KeysCheck check_keys = nullptr;       ///< what they mean together; null: nothing more to check
   double entry_timeout = 1.0;           ///< seconds the kernel may keep its name
   double attr_timeout = 1.0;            ///< seconds the kernel may keep its attributes
   bool reads_client = false;            ///< its answer says `mine`: open loads the reader's SBX_CLIENT
@@ -92,6 +97,8 @@ std::unique_ptr<Handle> open_tail(Filesystem& fs, const Node& node, const OpenRe
 std::unique_ptr<Handle> open_wait(Filesystem& fs, const Node& node, const OpenRequest& req);
 /// ready: write a readiness condition; a read blocks until ready (or ended, or the cap).
 std::unique_ptr<Handle> open_ready(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// ready,KEYS: the keys make a readiness condition, or none.
+sup::Status check_ready_keys(const FileParams& params);
 /// output: a read blocks like `wait`, then answers stdout, stderr (each
 /// capped at output_max, its end kept), exit code and duration as JSON.
 std::unique_ptr<Handle> open_output(Filesystem& fs, const Node& node, const OpenRequest& req);
@@ -106,6 +113,8 @@ std::unique_ptr<Handle> open_signal(Filesystem& fs, const Node& node, const Open
 /// procs/ID/events: the log as JSON lines, one an output chunk, then the
 /// end (events,since=CURSOR: after a cursor; events,follow: until the end).
 std::unique_ptr<Handle> open_events(Filesystem& fs, const Node& node, const OpenRequest& req);
+/// events,since=C: C has a cursor's form (whether it is this run's is known at the read).
+sup::Status check_events_keys(const FileParams& params);
 /// procs/ID/stdin: writes go to the command's standard input (a request
 /// with "stdin": "pipe"), parked while its pipe is full; the close of
 /// stdin,eof closes that input.

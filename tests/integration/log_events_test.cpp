@@ -174,6 +174,18 @@ TEST_F(LogEvents, ACursorFromBeforeAReRunOrNoCursorIsEinval) {
     if (bad == upper + "-0" && upper == run) continue;  // no letter in this run's id
     EXPECT_EQ(read_file(p("procs/again/events,since=" + bad)).err, EINVAL) << bad;
   }
+  // What is no cursor at all fails the open (a cursor of another run, only
+  // the read: which run it is of is known there).
+  for (const std::string& bad : {std::string("garbage"), std::string("0-0"), run + "-01"}) {
+    errno = 0;
+    const int fd = ::open(p("procs/again/events,since=" + bad).c_str(), O_RDONLY);
+    EXPECT_EQ(fd, -1) << bad;
+    EXPECT_EQ(errno, EINVAL) << bad;
+    if (fd >= 0) ::close(fd);
+  }
+  const int fd = ::open(p("procs/again/events,since=" + cursor).c_str(), O_RDONLY);
+  EXPECT_GE(fd, 0) << "a cursor of the earlier run opens";
+  if (fd >= 0) ::close(fd);
 }
 
 TEST_F(LogEvents, FollowersEndByThemselvesSoonAfterTheCommand) {

@@ -440,7 +440,14 @@ TEST_F(ReadyReadersTest, BadKeysAndValuesAreEinvalWithALineInErrors) {
            {"procs/" + id + "/ready,readyLogStream=both2", "readyLogStream"},
            {"procs/" + id + "/ready,readyIntervalMs=50", "readyIntervalMs"},
            {"procs/" + id + "/ready,readyIntervalMs=5", "out of range"},
+           {"procs/" + id + "/ready,readyLog=x,readyPort=5", "readyPort"},
        }) {
+    // The open fails, not only the read.
+    errno = 0;
+    const int fd = ::open(p(c.rel).c_str(), O_RDONLY);
+    EXPECT_EQ(fd, -1) << c.rel;
+    EXPECT_EQ(errno, EINVAL) << c.rel;
+    if (fd >= 0) ::close(fd);
     RunResult r = run("cat \"$MNT/$REL\"", 10, {{"REL", c.rel}});
     EXPECT_NE(r.code, 0) << c.rel;
     EXPECT_NE(r.err.find("Invalid argument"), std::string::npos) << c.rel << ": " << r.err;
