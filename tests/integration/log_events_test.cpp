@@ -300,7 +300,7 @@ ts = [threading.Thread(target=rd, args=(fd,)) for fd in fds]
 for t in ts: t.start()
 time.sleep(0.3)
 t0 = time.time(); s = open(os.environ['MNT'] + '/status.json').read(); dt = time.time() - t0
-print('status', 'ok' if dt < 2 else dt, len(got))
+print('status', 'ok' if dt < 5 else dt, len(got))  # held threads would hold it until the go
 open(os.environ['GO'], 'w').close()
 for t in ts: t.join(10)
 print('woken', len(got), all(got))
