@@ -1,6 +1,7 @@
 // README: how to use this tree, in plain words, for people and for agents
 // that only have file tools. Built once from the configuration (mount point,
 // wait cap) so the examples can be pasted as they are.
+#include <algorithm>
 #include <string>
 
 #include "fsd/files.hpp"
@@ -24,6 +25,8 @@ std::string steps_kept(std::chrono::seconds keep) {
 std::string make_readme(const Config& cfg) {
   const std::string m = cfg.mountpoint;
   const std::string cap = std::to_string(cfg.wait_timeout.count());
+  // The examples' own cap, within this mount's range.
+  const std::string example_cap = std::to_string(std::min<long long>(60, cfg.wait_timeout.count()));
   return R"(sbxfs - run and control commands through files
 
 This folder is a process supervisor. Writing a file starts a command,
@@ -129,7 +132,7 @@ PARAMETERS IN THE NAME
                            supervisor); unknown names come back in unknownFields
   An unknown key, a bad value, a value out of range or a key given twice
   fails the open with EINVAL and a line in errors saying which key and why.
-  Example: cat )" + m + R"(/procs/ID/wait,timeoutSec=60,tailBytes=2000
+  Example: cat )" + m + R"(/procs/ID/wait,timeoutSec=)" + example_cap + R"(,tailBytes=2000
 
 CONTROL IT
   echo > procs/ID/stop     stops the whole process tree (TERM, KILL after the
