@@ -14,6 +14,9 @@ namespace {
 /// Whether `r` has an input one may write to or close now.
 Status check_input(const std::string& id, const Record& r) {
   if (r.state == CommandState::empty) return Error{Errc::broken_pipe, "'" + id + "' has not been started"};
+  // No pipe yet, and none to keep an end for: as signal and ready, refused
+  // (an eof taken now would be lost, the command never given its end of input).
+  if (r.state == CommandState::queued) return check_started(id, r);
   if (!r.spec || !r.spec->stdin_pipe)
     return Error{Errc::broken_pipe, "'" + id + "' was started without \"stdin\": \"pipe\": its stdin is /dev/null"};
   return Ok{};

@@ -7,7 +7,7 @@
 namespace sup {
 
 std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::string dir, OnReady on_ready,
-                                std::function<bool()> still_running) {
+                                std::function<Stage()> stage) {
   const std::uint64_t token = next_++;
   auto guard = std::make_shared<Guard>();
   guard->fn = std::move(on_ready);
@@ -15,18 +15,33 @@ std::uint64_t ReaderProbes::add(const std::string& id, ReadyCondition c, std::st
     std::lock_guard g(mu_);
     guards_.emplace(token, guard);
   }
-  loop_.post([this, token, id, c = std::move(c), dir = std::move(dir), guard,
-              still_running = std::move(still_running)] {
+  loop_.post([this, token, id, c = std::move(c), dir = std::move(dir), guard, stage = std::move(stage)] {
     {
       std::lock_guard g(guard->mu);
       if (!guard->fn) return;  // cancelled already
     }
-    if (!still_running()) return;
+    // Queued: its start posts started() after this (the state changes
+    // before the post), so none is missed.
+    const Stage now = stage();
+    if (now == Stage::over) return;
     Probe& p = probes_[token] = Probe{id, c, guard, nullptr, dir};
-    const bool tries = c.kind == ReadyCondition::Kind::port || c.kind == ReadyCondition::Kind::http;
-    if (!tries || record_probe_(id) != c) start(token, p);
+    if (now == Stage::queued) p.waits_for_start = true;
+    else begin(token, p);
   });
   return token;
+}
+
+void ReaderProbes::begin(std::uint64_t token, Probe& p) {
+  const bool tries = p.cond.kind == ReadyCondition::Kind::port || p.cond.kind == ReadyCondition::Kind::http;
+  if (!tries || record_probe_(p.id) != p.cond) start(token, p);
+}
+
+void ReaderProbes::started(const std::string& id) {
+  for (auto& [token, p] : probes_)
+    if (p.id == id && p.waits_for_start) {
+      p.waits_for_start = false;
+      begin(token, p);
+    }
 }
 
 void ReaderProbes::start(std::uint64_t token, Probe& p) {
@@ -42,7 +57,7 @@ void ReaderProbes::record_probe_changed(const std::string& id) {
   const std::optional<ReadyCondition> now = record_probe_(id);
   std::vector<std::uint64_t> on_their_own;
   for (auto& [token, p] : probes_)
-    if (p.id == id && !p.probe && p.cond != now) on_their_own.push_back(token);
+    if (p.id == id && !p.probe && !p.waits_for_start && p.cond != now) on_their_own.push_back(token);
   for (std::uint64_t token : on_their_own)
     if (auto it = probes_.find(token); it != probes_.end()) start(token, it->second);
 }

@@ -42,12 +42,18 @@ class ReaderProbes {
   ReaderProbes(EventLoop& loop, LogWatches& logs, WantOutput want_output, RecordProbe record_probe)
       : loop_(loop), logs_(logs), want_output_(std::move(want_output)), record_probe_(std::move(record_probe)) {}
 
+  /// Where the command of a reader's condition is, as the loop thread sees it.
+  enum class Stage { over, queued, running };
   /// Starts probing `c` for command `id` (its folder `dir`), soon, on
-  /// the loop thread, unless `still_running` says no by then. `on_ready`
-  /// runs at most once, on the loop thread, and never once cancel() of the
-  /// token has returned; it must not call cancel(). Returns the token.
+  /// the loop thread, if `stage` says it runs by then; one still queued is
+  /// probed from its start (started()). `on_ready` runs at most once, on
+  /// the loop thread, and never once cancel() of the token has returned; it
+  /// must not call cancel(). Returns the token.
   std::uint64_t add(const std::string& id, ReadyCondition c, std::string dir, OnReady on_ready,
-                    std::function<bool()> still_running);
+                    std::function<Stage()> stage);
+  /// The queued command `id` has started: its readers' probes begin, after
+  /// the record's own (loop thread; post it after start_probe).
+  void started(const std::string& id);
   /// Stops the probe of `token`; waits for an on_ready that is running.
   void cancel(std::uint64_t token);
 
@@ -74,9 +80,13 @@ class ReaderProbes {
     std::string id;
     ReadyCondition cond;
     std::shared_ptr<Guard> guard;
-    std::shared_ptr<ReadinessProbe> probe;  ///< null: the record's probe answers it
+    std::shared_ptr<ReadinessProbe> probe;  ///< null: the record's probe answers it, or not begun
     std::string dir;
+    bool waits_for_start = false;            ///< the command is queued: begun by started()
   };
+  /// Begins the probe of `token` unless the record's probe checks the same
+  /// port or http condition (loop thread).
+  void begin(std::uint64_t token, Probe& p);
   /// Starts the probe of `token`'s reader (loop thread).
   void start(std::uint64_t token, Probe& p);
   void erase(std::uint64_t token);  // loop thread

@@ -419,6 +419,7 @@ void Supervisor::Impl::start_commit(std::uint64_t token) {
     // Queued before the monitor's pidfd is watched, so it is told first.
     emit(Event::Kind::started, id);
     if (s->spec.ready) loop->post([this, id] { start_probe(id); });
+    loop->post([this, id] { reader_probes->started(id); });  // a queued command's readers, after the record's
     out = snapshot(it->second);
   }
   cpu.forget(id);

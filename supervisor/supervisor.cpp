@@ -227,10 +227,12 @@ Status Supervisor::set_ready(const std::string& id, const ReadyCondition& c) {
 Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const ReadyCondition& c,
                                                    std::function<void(const ReadyMatch&)> on_ready) {
   Impl& I = *impl_;
-  auto running = [&I, id] {
+  auto stage = [&I, id] {
     std::lock_guard g(I.mu);
     auto it = I.records.find(id);
-    return it != I.records.end() && is_running(it->second.state);
+    if (it == I.records.end()) return ReaderProbes::Stage::over;
+    if (it->second.state == CommandState::queued) return ReaderProbes::Stage::queued;
+    return is_running(it->second.state) ? ReaderProbes::Stage::running : ReaderProbes::Stage::over;
   };
   bool over = false;
   {
@@ -238,7 +240,9 @@ Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const 
     auto it = I.records.find(id);
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
     over = has_ended(it->second.state);
-    if (Status st = check_started(id, it->second); !over && !st) return st.error();
+    // A queued command's readers wait for its start (ReaderProbes::started).
+    if (Status st = check_started(id, it->second); !over && !st && it->second.state != CommandState::queued)
+      return st.error();
   }
   if (over) {
     // Nothing more comes: a log condition is searched in the whole log now,
@@ -257,7 +261,7 @@ Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const 
     I.reader_condition_held(id, c, m);
     on_ready(m);
   };
-  return I.reader_probes->add(id, c, I.dir_of(id), std::move(held), running);
+  return I.reader_probes->add(id, c, I.dir_of(id), std::move(held), stage);
 }
 
 void Supervisor::cancel_probe(std::uint64_t token) { impl_->reader_probes->cancel(token); }

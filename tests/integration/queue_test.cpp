@@ -237,6 +237,51 @@ TEST_P(QueueTest, AQueuedStartsStepSaysHowItsRunEnded) {
       << file("steps.json");
 }
 
+TEST_P(QueueTest, AReadersOwnConditionOnAQueuedCommandHoldsOnceItRuns) {
+  const std::string a = blocker("go-a"), b = blocker("go-b");
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string q = start(R"({"cmd": "echo GO; exec sleep 30", "queue": true})");
+  ASSERT_FALSE(q.empty());
+  ASSERT_EQ(status_json(q)["state"], "queued");
+  // One condition in the name, one written on the open file: each this
+  // reader's own, probed from the command's start.
+  const pid_t named = spawn_bg("exec cat \"$MNT/procs/" + q + "/ready,readyLog=^GO,timeoutSec=20\" > " + dir_ + "/named.out");
+  const pid_t written = spawn_bg("exec 3<>\"$MNT/procs/" + q + "/ready,timeoutSec=20\"; echo 'log ^GO' >&3; exec cat <&3 > " +
+                                 dir_ + "/written.out");
+  ASSERT_TRUE(wait_until([&] { return blocked_in_fuse(named) && blocked_in_fuse(written); }, 10s));
+  release("go-a");
+  EXPECT_EQ(wait_bg(named, 15s), 0);
+  EXPECT_EQ(wait_bg(written, 15s), 0);
+  for (const char* out : {"/named.out", "/written.out"}) {
+    const json r = parse_json(read_file(dir_ + out).data);
+    EXPECT_EQ(r["ready"], true) << out << ": " << r.dump();
+    EXPECT_EQ(r["stillRunning"], true) << r.dump();
+    EXPECT_EQ(r["matched"]["text"], "GO") << r.dump();
+  }
+  stop(q);
+  release("go-b");
+}
+
+TEST_P(QueueTest, AQueuedCommandsInputIsRefusedUntilItRuns) {
+  const std::string a = blocker("go-a"), b = blocker("go-b");
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string q = start(R"({"argv": ["cat"], "stdin": "pipe", "queue": true})");
+  ASSERT_FALSE(q.empty());
+  ASSERT_EQ(status_json(q)["state"], "queued");
+  // An end of input taken now would be lost (no pipe yet): refused, as a signal is.
+  EXPECT_EQ(write_file(p("procs/" + q + "/stdin,eof"), ""), ESRCH);
+  EXPECT_EQ(write_file(p("procs/" + q + "/stdin"), "early\n"), ESRCH);
+  EXPECT_NE(errors().back().value("error", "").find("queued"), std::string::npos) << json(errors()).dump();
+  release("go-a");
+  ASSERT_TRUE(wait_until([&] { return status_json(q)["running"] == true; }, 10s));
+  EXPECT_EQ(write_file(p("procs/" + q + "/stdin"), "late\n"), 0);
+  EXPECT_EQ(write_file(p("procs/" + q + "/stdin,eof"), ""), 0);
+  const json w = wait_json(q, 10);
+  EXPECT_EQ(w["proc"]["exitCode"], 0) << w.dump();
+  EXPECT_EQ(file("procs/" + q + "/log"), "late\n");
+  release("go-b");
+}
+
 INSTANTIATE_TEST_SUITE_P(Tracking, QueueTest, ::testing::Values("", "off"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            return std::string(i.param).empty() ? std::string("cgroup") : std::string("proctree");
