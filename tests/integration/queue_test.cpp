@@ -237,6 +237,30 @@ TEST_P(QueueTest, AQueuedStartsStepSaysHowItsRunEnded) {
       << file("steps.json");
 }
 
+TEST_P(QueueTest, AQueuedCommandRemovedBeforeItRanHasItsStepClosed) {
+  const std::string a = blocker("a"), b = blocker("b");
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string q = start(R"({"cmd": "true", "queue": true})");
+  ASSERT_FALSE(q.empty());
+  ASSERT_EQ(rmdir_errno(p("procs/" + q)), 0);
+  // Not left "while the command runs" for a week: a start that never ran.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const json& st : parse_json(file("steps.json")))
+          if (st.value("kind", "") == "start" && st.value("bgId", "") == q) return st["ok"] == false;
+        return false;
+      },
+      10s))
+      << file("steps.json");
+  for (const json& st : parse_json(file("steps.json")))
+    if (st.value("kind", "") == "start" && st.value("bgId", "") == q) {
+      EXPECT_EQ(st["ok"], false) << st.dump();
+      EXPECT_EQ(st["error"]["code"], "ECANCELED") << st.dump();
+    }
+  release("a");
+  release("b");
+}
+
 TEST_P(QueueTest, AReadersOwnConditionOnAQueuedCommandHoldsOnceItRuns) {
   const std::string a = blocker("go-a"), b = blocker("go-b");
   ASSERT_FALSE(a.empty() || b.empty());
