@@ -376,10 +376,17 @@ bool Loop::run_over() {
     snprintf(how, sizeof how, "%s (%s)", o.reason, sup::signal_name(o.sig).c_str());
   else
     snprintf(how, sizeof how, "%s with code %d", cause_ == Cause::timeout ? "timedOut" : "exited", o.exit_code);
+  // The delay in seconds as given (1234.5, 0.25, 30): never an exponent.
+  const auto ms = static_cast<unsigned long long>(delay_.count());
+  char secs[48];
+  snprintf(secs, sizeof secs, "%llu.%03llu", ms / 1000, ms % 1000);
+  std::string in = secs;
+  while (in.back() == '0') in.pop_back();
+  if (in.back() == '.') in.pop_back();
   char line[256];
   const std::string of = m_.max_restarts ? " of " + std::to_string(*m_.max_restarts) : std::string();
-  snprintf(line, sizeof line, "[sbxfs: %s; restart %llu%s in %.3g s]", how,
-           static_cast<unsigned long long>(restarts_ + 1), of.c_str(), static_cast<double>(delay_.count()) / 1000);
+  snprintf(line, sizeof line, "[sbxfs: %s; restart %llu%s in %s s]", how,
+           static_cast<unsigned long long>(restarts_ + 1), of.c_str(), in.c_str());
   m_.relay->restart_marker(line);
   on(sup::CommandEvent::run_ended);
   return false;

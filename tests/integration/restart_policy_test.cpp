@@ -213,6 +213,14 @@ TEST_P(RestartPolicyTest, StopDuringTheDelayEndsThePolicyAtOnce) {
   EXPECT_EQ(lines_of(runs_file()).size(), 1u);
 }
 
+TEST_P(RestartPolicyTest, TheMarkerTellsTheDelayInSecondsAsGiven) {
+  const std::string id = record({{"cmd", "exit 1"}, {"restart", "always"}, {"restartDelaySec", 1234.5}});
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_until([&] { return log(id).find("restart 1") != std::string::npos; }, 10s)) << log(id);
+  EXPECT_NE(log(id).find("[sbxfs: exited with code 1; restart 1 in 1234.5 s]"), std::string::npos) << log(id);
+  EXPECT_EQ(stop(id)["endReason"], "stopped");
+}
+
 TEST_P(RestartPolicyTest, StopDuringTheDelayAfterATimeoutIsAStop) {
   const std::string id = record({{"cmd", "sleep 30"},
                                  {"restart", "on-failure"},
