@@ -164,9 +164,10 @@ class EventsHandle : public FollowedReadHandle {
       if (::stat((dir_ + "/log").c_str(), &st) == 0 && ::stat((dir_ + "/index").c_str(), &st) != 0)
         return fail(sup::Errc::no_data, "this record was written by an older sbxfs: it has no index of events");
       if (since_) {
-        // The terminal cursor of a record that never ran: nothing after it.
-        if (*since_ == cursor_of(0, 2) && ended()) {
-          past_terminal_ = true;
+        // A record that never ran has run 0 with its terminal event at 2:
+        // after it nothing, after a position before it that event.
+        if (const auto c = parse_cursor(*since_); c && c->first == 0 && c->second <= 2 && ended()) {
+          past_terminal_ = c->second == 2;
           return std::nullopt;
         }
         return fail(sup::Errc::invalid_argument, "cursor from an earlier run: " + *since_);

@@ -261,6 +261,26 @@ TEST_P(QueueTest, AQueuedCommandRemovedBeforeItRanHasItsStepClosed) {
   release("b");
 }
 
+TEST_P(QueueTest, AStoppedQueuedCommandsEventsTakeEveryCursorUpToItsEnd) {
+  const std::string a = blocker("a"), b = blocker("b");
+  ASSERT_FALSE(a.empty() || b.empty());
+  const std::string q = start(R"({"cmd": "true", "queue": true})");
+  ASSERT_FALSE(q.empty());
+  EXPECT_EQ(stop(q)["endReason"], "stopped");
+  const std::string all = file("procs/" + q + "/events");
+  const json terminal = parse_json(all);
+  ASSERT_EQ(terminal["type"], "terminal") << all;
+  const std::string end = terminal["cursor"];
+  const std::string run = end.substr(0, end.find('-'));
+  // A position before the end gives the end; the end, nothing; past it, EINVAL.
+  for (const char* pos : {"0", "1"}) EXPECT_EQ(file("procs/" + q + "/events,since=" + run + "-" + pos), all) << pos;
+  EXPECT_EQ(read_file(p("procs/" + q + "/events,since=" + end)).data, "");
+  const std::string past = run + "-" + std::to_string(std::stoull(end.substr(end.find('-') + 1)) + 1);
+  EXPECT_EQ(read_file(p("procs/" + q + "/events,since=" + past)).err, EINVAL);
+  release("a");
+  release("b");
+}
+
 TEST_P(QueueTest, AReadersOwnConditionOnAQueuedCommandHoldsOnceItRuns) {
   const std::string a = blocker("go-a"), b = blocker("go-b");
   ASSERT_FALSE(a.empty() || b.empty());
