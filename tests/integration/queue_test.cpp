@@ -316,6 +316,9 @@ TEST_P(QueueTest, AQueuedCommandsInputIsRefusedUntilItRuns) {
   EXPECT_EQ(write_file(p("procs/" + q + "/stdin,eof"), ""), ESRCH);
   EXPECT_EQ(write_file(p("procs/" + q + "/stdin"), "early\n"), ESRCH);
   EXPECT_NE(errors().back().value("error", "").find("queued"), std::string::npos) << json(errors()).dump();
+  // Nor steps: they are of a run.
+  EXPECT_EQ(write_file(p("procs/" + q + "/steps"), "start build\n"), ESRCH);
+  EXPECT_EQ(file("procs/" + q + "/steps.json"), "[]\n");
   release("go-a");
   ASSERT_TRUE(wait_until([&] { return status_json(q)["running"] == true; }, 10s));
   EXPECT_EQ(write_file(p("procs/" + q + "/stdin"), "late\n"), 0);
