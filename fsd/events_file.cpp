@@ -15,8 +15,9 @@
 // character leaves them to the next chunk of its stream (unless log_max
 // dropped that one). Each event thus depends on the chunks alone, and
 // `events,since=C` starts exactly after C, in any later read, even of
-// another daemon. A cursor of another run (a named slot started again) or
-// one that is no cursor: EINVAL at the first read, with a line in `errors`.
+// another daemon. A cursor of another run (a named slot started again):
+// EINVAL at the first read, with a line in `errors`; one that is no cursor
+// fails the open (check_events_keys).
 //
 // Past log_max, the chunks dropped after the head are one `truncated`
 // event, at the position of the last of them, whose droppedBytes counts
@@ -170,6 +171,9 @@ class EventsHandle : public FollowedReadHandle {
           past_terminal_ = c->second == 2;
           return std::nullopt;
         }
+        if (const auto c = parse_cursor(*since_); c && c->first == 0 && ended())
+          return fail(sup::Errc::invalid_argument,
+                      "no such event: the last of this run is " + cursor_of(0, 2) + ": " + *since_);
         return fail(sup::Errc::invalid_argument, "cursor from an earlier run: " + *since_);
       }
       return std::nullopt;  // no output yet

@@ -77,11 +77,6 @@ Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
   }
   ended_subscription_ = sup_.subscribe([this](const sup::Event& ev) {
     if (ev.kind == sup::Event::Kind::ended) complete_steps(ev.bg_id);
-    // Removed with its steps still open: it never ran (queued, then rmdir;
-    // an end completes them).
-    if (ev.kind == sup::Event::Kind::removed && box_steps_->has_open(ev.bg_id) &&
-        !sup_.status(ev.bg_id, sup::CpuFigure::skip))
-      box_steps_->fail_open(ev.bg_id, {"ECANCELED", "its record was removed before the command ran"});
     if (ev.kind == sup::Event::Kind::started || ev.kind == sup::Event::Kind::removed) {
       ended_output_.changed(ev.bg_id);
       timespec now {};

@@ -45,6 +45,11 @@ sup::Status remove_record(Filesystem& fs, const std::string& name, const Request
     fs.errors().add(path, st.error().code, st.error().message, name, name);
     return st;
   }
+  // A queued command removed never ran: its start step is closed here, not
+  // at an end that never comes (nor at the removal's event: a record made
+  // again under the name meanwhile would take it for its own).
+  if (rec->state == "queued")
+    fs.box_steps().fail_open(name, {"ECANCELED", "its record was removed before the command ran"});
   fs.note_action("rmdir", "removed procs/" + name + (rec->cmd_full.empty() ? "" : ": " + rec->cmd_full), name, &*rec);
   // Its scratch files go with it: a folder made again under the name is empty.
   fs.scratch().remove_dir(fs.node_of(*rec, Kind::record_dir).ino);

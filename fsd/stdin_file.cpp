@@ -5,7 +5,7 @@
 // interrupt answers at once: EINTR when none of its bytes went in yet, else
 // how many did. A write to a command that has ended or closed its stdin,
 // whose input was closed, or that has no pipe is EPIPE with a line in
-// `errors`; the bytes themselves are never shown or logged (they may be
+// `errors` (one still queued: ESRCH, as its signal); the bytes themselves are never shown or logged (they may be
 // secrets), only their count. A writer with O_NONBLOCK never waits: it
 // gets what fitted, or EAGAIN when the pipe is full, as with a pipe. A
 // scratch file renamed over it never waits either (the rename holds its

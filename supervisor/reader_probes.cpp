@@ -37,10 +37,13 @@ void ReaderProbes::begin(std::uint64_t token, Probe& p) {
 }
 
 void ReaderProbes::started(const std::string& id) {
-  for (auto& [token, p] : probes_)
-    if (p.id == id && p.waits_for_start) {
-      p.waits_for_start = false;
-      begin(token, p);
+  std::vector<std::uint64_t> waiting;  // a probe's start may post, never erase: still, collect first
+  for (const auto& [token, p] : probes_)
+    if (p.id == id && p.waits_for_start) waiting.push_back(token);
+  for (std::uint64_t token : waiting)
+    if (auto it = probes_.find(token); it != probes_.end()) {
+      it->second.waits_for_start = false;
+      begin(token, it->second);
     }
 }
 

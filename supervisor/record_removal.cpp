@@ -47,7 +47,10 @@ std::string Supervisor::Impl::detach(std::map<std::string, Record>::iterator it,
     return {};
   }
   ended_index.erase(id);
-  if (it->second.state == CommandState::queued) queue.erase(it->second.queue_seq);  // never to run
+  if (it->second.state == CommandState::queued) {
+    queue.erase(it->second.queue_seq);  // never to run
+    loop->post([this, id] { reader_probes->finish(id); });  // its readers' waiting conditions
+  }
   drop_record(it);
   // A record made again under this name is another folder: another serial
   // (its inode number). The kernel marks a removed folder's inode dead, and

@@ -168,6 +168,8 @@ void Supervisor::Impl::finish_queued(Record& r, const ExitInfo& e) {
   note_ended(r);
   changed.notify_all();
   emit(Event::Kind::ended, r.id);
+  // Its readers' conditions waited for a start that never comes.
+  loop->post([this, id = r.id] { reader_probes->finish(id); });
 }
 
 void Supervisor::Impl::end_queued(const std::string& id, const Error& why, bool stopped) {

@@ -376,7 +376,8 @@ bool Loop::run_over() {
     snprintf(how, sizeof how, "%s (%s)", o.reason, sup::signal_name(o.sig).c_str());
   else
     snprintf(how, sizeof how, "%s with code %d", cause_ == Cause::timeout ? "timedOut" : "exited", o.exit_code);
-  // The delay in seconds as given (1234.5, 0.25, 30): never an exponent.
+  // The delay in seconds to the millisecond (1234.5, 0.25, 30; the backoff's
+  // doubling of restartDelaySec): never an exponent.
   const auto ms = static_cast<unsigned long long>(delay_.count());
   char secs[48];
   snprintf(secs, sizeof secs, "%llu.%03llu", ms / 1000, ms % 1000);

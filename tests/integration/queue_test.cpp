@@ -277,6 +277,7 @@ TEST_P(QueueTest, AStoppedQueuedCommandsEventsTakeEveryCursorUpToItsEnd) {
   EXPECT_EQ(read_file(p("procs/" + q + "/events,since=" + end)).data, "");
   const std::string past = run + "-" + std::to_string(std::stoull(end.substr(end.find('-') + 1)) + 1);
   EXPECT_EQ(read_file(p("procs/" + q + "/events,since=" + past)).err, EINVAL);
+  EXPECT_NE(errors().back().value("error", "").find("no such event"), std::string::npos) << json(errors()).dump();
   release("a");
   release("b");
 }

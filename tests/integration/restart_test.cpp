@@ -476,7 +476,7 @@ TEST_F(RestartTest, AStateDirectoryInsideAnothersOwnFoldersIsRefused) {
     auto r = run_argv({SBXFS_PATH, "-f", "--state-dir", state_ + "/" + own + "/", dir_ + "/mnt2"}, 10);
     if (sbxfs_mount_count(dir_ + "/mnt2") > 0) run_argv({"fusermount3", "-uz", dir_ + "/mnt2"}, 10);
     EXPECT_EQ(r.code, 1) << own;
-    EXPECT_NE(r.err.find("is the " + own + " of the state directory " + state_), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is inside the " + own + " of the state directory " + state_), std::string::npos) << r.err;
   }
   EXPECT_EQ(stat_errno(state_ + "/scripts"), ENOENT) << "nothing made";
   // The other way: the inner one was there first; the outer is refused
@@ -484,6 +484,7 @@ TEST_F(RestartTest, AStateDirectoryInsideAnothersOwnFoldersIsRefused) {
   const std::string outer = dir_ + "/outer";
   ASSERT_EQ(mkdir_errno(outer), 0);
   ASSERT_EQ(mkdir_errno(outer + "/staging"), 0);
+  ASSERT_EQ(mkdir_errno(outer + "/staging/procs"), 0);
   ASSERT_EQ(write_file(outer + "/staging/lock", "1\n", O_WRONLY | O_CREAT), 0);
   auto r = run_argv({SBXFS_PATH, "-f", "--state-dir", outer, dir_ + "/mnt2"}, 10);
   if (sbxfs_mount_count(dir_ + "/mnt2") > 0) run_argv({"fusermount3", "-uz", dir_ + "/mnt2"}, 10);
