@@ -77,6 +77,7 @@ Filesystem::Filesystem(sup::Supervisor& sup, Config cfg)
   }
   ended_subscription_ = sup_.subscribe([this](const sup::Event& ev) {
     if (ev.kind == sup::Event::Kind::ended) complete_steps(ev.bg_id);
+    if (ev.kind == sup::Event::Kind::removed) forget(ev.bg_id, ev.serial);
     if (ev.kind == sup::Event::Kind::started || ev.kind == sup::Event::Kind::removed) {
       ended_output_.changed(ev.bg_id);
       timespec now {};
@@ -103,6 +104,12 @@ void Filesystem::complete_steps(const std::string& id) {
   if (!st->over()) return;
   const std::optional<std::int64_t> at = sup::iso_to_ms(st->finished_at);
   box_steps_->complete_ended(st->bg_id, st->exit_code, st->signal, st->timed_out, at ? *at : sup::now_ms());
+}
+
+void Filesystem::forget(const std::string& id, std::uint64_t serial) {
+  steps_.forget(id);
+  std::lock_guard g(mu_);
+  id_of_serial_.erase(serial);
 }
 
 void Filesystem::remember(const sup::CommandStatus& st) {

@@ -190,6 +190,8 @@ class Filesystem {
   /// The box's steps of command `id` learn its end, if it has ended.
   void complete_steps(const std::string& id);
   void remember(const sup::CommandStatus& st);
+  /// The record `id` of `serial` was removed: what is held for it goes.
+  void forget(const std::string& id, std::uint64_t serial);
   sup::Result<Node> resolve_record(fuse_ino_t ino, Kind kind, std::uint64_t serial, const Requester& who);
   /// resolve() of a name with parameters (an inode of param_nodes_).
   sup::Result<Node> resolve_param(fuse_ino_t ino, const Requester& who);

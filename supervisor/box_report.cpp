@@ -106,7 +106,7 @@ nlohmann::json measure(const std::string& dir, const std::atomic<bool>& cancel, 
     j["measuredAt"] = sup::iso_now();
     return j;
   }
-  Walk w{top.st_dev, &cancel};
+  Walk w{.dev = top.st_dev, .cancel = &cancel, .linked = {}};
   std::vector<std::pair<std::string, std::uint64_t>> entries;
   std::uint64_t total = 0;
   DIR* d = ::fdopendir(fd);
@@ -224,8 +224,11 @@ void WorkDirSizes::report(const std::vector<std::string>& dirs, nlohmann::json& 
   const auto now = std::chrono::steady_clock::now();
   bool queued = false;
   std::lock_guard g(state_->mu);
+  std::erase_if(state_->results,
+                [&](const auto& kv) { return !kv.second.measuring && now - kv.second.asked >= kForgetAfter; });
   for (const std::string& dir : dirs) {
     Result& r = state_->results[dir];
+    r.asked = now;
     const bool have = !r.json.is_null();
     if (!r.measuring && (!have || now - r.when >= kFresh)) {
       r.measuring = true;

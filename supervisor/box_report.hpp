@@ -35,6 +35,9 @@ class WorkDirSizes {
  public:
   static constexpr std::chrono::seconds kFresh{30};
   static constexpr std::size_t kTopEntries = 20;
+  /// A directory no report asked for this long is forgotten (the commands
+  /// that ran there ended; paths of removed records would pile up).
+  static constexpr std::chrono::minutes kForgetAfter{10};
 
   WorkDirSizes();
   /// Stops the measuring thread; one stuck in a walk (a file system below a
@@ -59,6 +62,7 @@ class WorkDirSizes {
   struct Result {
     nlohmann::json json;                           // the figures, with measuredAt
     std::chrono::steady_clock::time_point when{};  // when measured
+    std::chrono::steady_clock::time_point asked{};  // when a report last showed it
     bool measuring = false;
   };
   /// Shared with the thread, which may outlive this object.

@@ -347,6 +347,9 @@ void LogWatch::remove(std::uint64_t token) {
         e->done = true;
         s->retire(1);
       }
+    // Now, not at the next output: a quiet command's readers that come and
+    // go (each a compiled pattern) would pile up until it prints.
+    if (!in_pass_ && s->dirty && s->retired > 0) s->rebuild();
   }
 }
 
@@ -441,6 +444,11 @@ void LogWatch::feed(Scanner& s, Fired* fired) {
 }
 
 void LogWatch::pass(bool at_end) {
+  in_pass_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{in_pass_};
   if (main_ && !main_->live()) main_.reset();  // nothing left to look for: read nothing
   if (added_ && !added_->live()) added_.reset();
   if (!main_ && !added_) {

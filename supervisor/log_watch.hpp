@@ -79,6 +79,7 @@ class LogWatch {
   bool legacy_ = false;  // a record of a build before the index: `log` alone, as one stdout
   std::uint64_t next_token_ = 1;
   std::string buf_;  // the bytes of the chunks being read
+  bool in_pass_ = false;  // a match's callback may remove() while the scanners are in use
   std::unique_ptr<Scanner> main_;   // its conditions are searched in new output only
   std::unique_ptr<Scanner> added_;  // conditions added since: searched from the start
 };

@@ -62,19 +62,21 @@ std::string Supervisor::Impl::detach(std::map<std::string, Record>::iterator it,
 }
 
 void Supervisor::Impl::prune() {
-  std::vector<std::string> removed, dirs;
+  std::vector<std::pair<std::string, std::uint64_t>> removed;  // id, serial
+  std::vector<std::string> dirs;
   {
     std::lock_guard g(mu);
     for (const std::string& id : ended_index.due(now_ms(), opts.retention)) {
       auto it = records.find(id);
       if (it == records.end() || reserved.count(id)) continue;  // a named start is replacing it
       Status err = Ok{};
+      const std::uint64_t serial = it->second.serial;
       std::string del = detach(it, &err);
       if (del.empty()) {
         ended_index.erase(id);  // cannot rename it: keep it, stop trying
         continue;
       }
-      removed.push_back(id);
+      removed.emplace_back(id, serial);
       dirs.push_back(std::move(del));
     }
     arm_retention_timer();
@@ -83,7 +85,7 @@ void Supervisor::Impl::prune() {
   for (std::string& d : dirs) work->post([d = std::move(d)] { remove_tree(d); });
   if (removed.empty()) return;
   changed.notify_all();
-  for (const std::string& id : removed) emit(Event::Kind::removed, id);
+  for (const auto& [id, serial] : removed) emit(Event::Kind::removed, id, serial);
 }
 
 void Supervisor::Impl::arm_retention_timer() {

@@ -32,6 +32,12 @@ std::string StepStore::file_of(const sup::CommandStatus& st) {
   return st.log_file.substr(0, slash) + "/steps.json";
 }
 
+void StepStore::forget(const std::string& bg_id) {
+  std::lock_guard g(mu_);
+  const std::string prefix = bg_id + "@";
+  for (auto it = runs_.lower_bound(prefix); it != runs_.end() && it->first.starts_with(prefix);) it = runs_.erase(it);
+}
+
 std::vector<StepStore::Step>& StepStore::run_of(const sup::CommandStatus& st) {
   const std::string key = st.bg_id + "@" + st.started_at;
   auto [it, inserted] = runs_.try_emplace(key);

@@ -35,6 +35,9 @@ class StepStore {
   /// ms, exitCode, running}]; a step left open by an ended command has
   /// running false and unfinished true.
   nlohmann::json to_json(const sup::CommandStatus& st);
+  /// The record `bg_id` is gone: what is held of its runs goes too (a new
+  /// record of the name reads its own steps.json).
+  void forget(const std::string& bg_id);
 
  private:
   struct Step {

@@ -269,6 +269,7 @@ void Supervisor::cancel_probe(std::uint64_t token) { impl_->reader_probes->cance
 Status Supervisor::remove(const std::string& id) {
   Impl& I = *impl_;
   std::string del;
+  std::uint64_t serial = 0;
   {
     std::lock_guard g(I.mu);
     auto it = I.records.find(id);
@@ -276,13 +277,14 @@ Status Supervisor::remove(const std::string& id) {
     if (is_running(it->second.state)) return Error{Errc::busy, "'" + id + "' is running; stop it first"};
     if (I.reserved.count(id)) return Error{Errc::busy, "'" + id + "' is being started"};
     Status err = Ok{};
+    serial = it->second.serial;
     del = I.detach(it, &err);
     if (del.empty()) return err;
     I.arm_retention_timer();
   }
   remove_tree(del);
   I.changed.notify_all();
-  I.emit(Event::Kind::removed, id);
+  I.emit(Event::Kind::removed, id, serial);
   return Ok{};
 }
 

@@ -70,6 +70,7 @@ struct Event {
   enum class Kind { started, output, ready, ended, removed, stdin_writable };
   Kind kind;
   std::string bg_id;
+  std::uint64_t serial = 0;  ///< removed: the record's serial (a record made again under the name has another)
 };
 
 /// What a directory listing needs of a record: no strings but the id, no /proc.

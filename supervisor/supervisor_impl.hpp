@@ -126,8 +126,8 @@ struct Supervisor::Impl {
     return it->second;
   }
 
-  void emit(Event::Kind kind, const std::string& id) {
-    loop->post([this, kind, id] { dispatch(Event{kind, id}); });
+  void emit(Event::Kind kind, const std::string& id, std::uint64_t serial = 0) {
+    loop->post([this, kind, id, serial] { dispatch(Event{kind, id, serial}); });
   }
   void dispatch(const Event& e) {
     std::vector<Listener> ls;

@@ -303,3 +303,34 @@ TEST_F(LogWatchTest, OutputWhereEveryLineHoldsALiteralIsSearchedAsWell) {
 }
 
 }  // namespace
+
+namespace {
+
+// A quiet command's readers that come and go: each removed condition (its
+// compiled pattern and callback) is let go at once, not at the next output.
+TEST_F(LogWatchTest, RemovedConditionsAreLetGoWithoutOutput) {
+  chunk(LogStream::out, "starting\n", 1);
+  LogWatch w(tmp_.path());
+  std::optional<ReadyMatch> kept;
+  const std::uint64_t stays = w.add(cond("log ^ready$"), to(&kept));
+  w.output();
+  std::vector<std::weak_ptr<int>> gone;
+  for (int i = 0; i < 50; ++i) {
+    auto mine = std::make_shared<int>(i);
+    gone.push_back(mine);
+    const std::uint64_t t = w.add(cond("log ^never" + std::to_string(i) + "$"), [mine](const ReadyMatch&) {});
+    if (i % 2) w.output();  // searched once, or not yet
+    w.remove(t);
+  }
+  std::size_t released = 0;
+  for (const auto& g : gone) released += g.expired();
+  EXPECT_GE(released, 49u) << "at most the one retired since the last compaction is held";
+  // The one left still matches.
+  chunk(LogStream::out, "ready\n", 2);
+  w.output();
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->text, "ready");
+  w.remove(stays);
+}
+
+}  // namespace

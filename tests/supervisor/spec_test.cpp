@@ -108,7 +108,7 @@ TEST(ParseRequest, MalformedJsonIsInvalid) {
 // followed by one and anything else started, the rest unread (audit).
 TEST(ParseRequest, ANulByteInJsonIsInvalidWhereverItIs) {
   const std::string nul(1, '\0');
-  for (const std::string text : {"{\"cmd\":\"true\"}" + nul + "{\"oops\":1}", "{\"cmd\":\"true\"} " + nul,
+  for (const std::string& text : {"{\"cmd\":\"true\"}" + nul + "{\"oops\":1}", "{\"cmd\":\"true\"} " + nul,
                                  "{\"cmd\":\"tr" + nul + "ue\"}"}) {
     auto r = sup::parse_request(text, "/");
     ASSERT_FALSE(r) << text.size();

@@ -136,7 +136,9 @@ TEST_F(StartAsyncTest, AStopWrittenWhileItStartsPausesItOnceItHasExeced) {
   auto st = sup_->status("early-stop");
   ASSERT_TRUE(st);
   EXPECT_EQ(st->state, "paused");
-  if (!st->cgroup.empty()) EXPECT_EQ(read_file(st->cgroup + "/cgroup.freeze"), "1\n");
+  if (!st->cgroup.empty()) {
+    EXPECT_EQ(read_file(st->cgroup + "/cgroup.freeze"), "1\n");
+  }
   write_file(go, "");
   const sup::Status cont = sup_->signal("early-stop", SIGCONT);
   ASSERT_TRUE(cont.ok()) << describe(cont.error());
