@@ -55,11 +55,7 @@ class StepsHandle : public RecordHandle {
     }
     if (!st) return Reply::error(ENOENT);
     if (!opened_.ours(*st)) return removed();
-    // Steps are of a run: a queued command has none yet (as signal, ESRCH).
-    const sup::Status ok = st->state == "queued"
-                               ? sup::Status{sup::Error{sup::Errc::no_such_process,
-                                                        "'" + id_ + "' is queued: it has not started yet"}}
-                               : fs_.steps().apply(*st, lines);
+    const sup::Status ok = fs_.steps().apply(*st, lines);
     if (!ok) {
       fs_.errors().add(path_, ok.error().code, ok.error().message, lines, id_);
       return Reply::fail(ok.error());

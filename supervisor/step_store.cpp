@@ -69,6 +69,8 @@ std::vector<StepStore::Step>& StepStore::run_of(const sup::CommandStatus& st) {
 }
 
 sup::Status StepStore::apply(const sup::CommandStatus& st, std::string_view lines) {
+  // Steps are of a run: a queued command has none yet (as its signal, ESRCH).
+  if (st.queued) return sup::Error{sup::Errc::no_such_process, "'" + st.bg_id + "' is queued: it has not started yet"};
   if (st.state == "empty" || st.started_at.empty())
     return sup::Error{sup::Errc::invalid_argument, "no command has run in this slot"};
   // Steps are told from inside the run: once it has ended they are closed.
