@@ -4,6 +4,7 @@
 // stopped never runs. Without it, EAGAIN as before. With cgroup tracking
 // (where cgroup v2 is writable) and with -o cgroup=off.
 #include <signal.h>
+#include <sys/syscall.h>
 
 #include <algorithm>
 #include <string>
@@ -293,7 +294,14 @@ TEST_P(QueueTest, AReadersOwnConditionOnAQueuedCommandHoldsOnceItRuns) {
   const pid_t named = spawn_bg("exec cat \"$MNT/procs/" + q + "/ready,readyLog=^GO,timeoutSec=20\" > " + dir_ + "/named.out");
   const pid_t written = spawn_bg("exec 3<>\"$MNT/procs/" + q + "/ready,timeoutSec=20\"; echo 'log ^GO' >&3; exec cat <&3 > " +
                                  dir_ + "/written.out");
-  ASSERT_TRUE(wait_until([&] { return blocked_in_fuse(named) && blocked_in_fuse(written); }, 10s));
+  // Both in their read (not the open or the write): the conditions are
+  // taken while the command is queued.
+  const auto reading = [](pid_t pid) {
+    const std::string call = read_file("/proc/" + std::to_string(pid) + "/syscall").data;
+    return blocked_in_fuse(pid) && call.starts_with(std::to_string(SYS_read) + " ");
+  };
+  ASSERT_TRUE(wait_until([&] { return reading(named) && reading(written); }, 10s));
+  ASSERT_EQ(status_json(q)["state"], "queued");
   release("go-a");
   EXPECT_EQ(wait_bg(named, 15s), 0);
   EXPECT_EQ(wait_bg(written, 15s), 0);
