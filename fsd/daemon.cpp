@@ -349,6 +349,7 @@ int run(Options& opts) {
   // it exists: no state directory is made, no record taken back. A stale
   // one stays until the new mount is made (below).
   if (const sup::Status s = refuse_live_mount(mountpoint); !s) return fail(s.error().message);
+  // Before anything is made in it (the supervisor's load comes later).
   if (const std::string why = sup::state_dir_misplaced(state_dir); !why.empty()) return fail(why + ": choose another");
   std::error_code ec;
   // 0700 from its making: a start that fails after this leaves it private.

@@ -167,13 +167,13 @@ class EventsHandle : public FollowedReadHandle {
       if (since_) {
         // A record that never ran has run 0 with its terminal event at 2:
         // after it nothing, after a position before it that event.
-        if (const auto c = parse_cursor(*since_); c && c->first == 0 && c->second <= 2 && ended()) {
+        if (const auto c = parse_cursor(*since_); c && c->first == 0 && ended()) {
+          if (c->second > 2)
+            return fail(sup::Errc::invalid_argument,
+                        "no such event: the last of this run is " + cursor_of(0, 2) + ": " + *since_);
           past_terminal_ = c->second == 2;
           return std::nullopt;
         }
-        if (const auto c = parse_cursor(*since_); c && c->first == 0 && ended())
-          return fail(sup::Errc::invalid_argument,
-                      "no such event: the last of this run is " + cursor_of(0, 2) + ": " + *since_);
         return fail(sup::Errc::invalid_argument, "cursor from an earlier run: " + *since_);
       }
       return std::nullopt;  // no output yet

@@ -26,7 +26,6 @@
 #include "supervisor/proc_tree.hpp"
 #include "supervisor/ready_record.hpp"
 #include "supervisor/slot_record.hpp"
-#include "supervisor/state_dir_place.hpp"
 
 namespace sup {
 
@@ -174,8 +173,6 @@ bool Supervisor::Impl::paused_before(const MonitorInfo& m) {
 }
 
 Status Supervisor::Impl::load() {
-  if (std::string why = state_dir_misplaced(opts.state_dir); !why.empty())
-    return Error{Errc::invalid_argument, why + ": choose another"};
   if (auto st = make_dirs(opts.state_dir, 0700); !st) return st;
   if (auto st = make_dirs(procs_dir, 0700); !st) return st;
   if (auto st = make_dirs(staging_dir, 0700); !st) return st;

@@ -241,7 +241,7 @@ Result<std::uint64_t> Supervisor::probe_for_reader(const std::string& id, const 
     if (it == I.records.end()) return Error{Errc::not_found, "no command '" + id + "'"};
     over = has_ended(it->second.state);
     // A queued command's readers wait for its start (ReaderProbes::started).
-    if (Status st = check_started(id, it->second); !over && !st && it->second.state != CommandState::queued)
+    if (Status st = check_started(id, it->second); !over && it->second.state != CommandState::queued && !st)
       return st.error();
   }
   if (over) {
